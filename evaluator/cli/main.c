@@ -1,0 +1,58 @@
+/*
+ * agenttest: the command-line entry point. Dispatches to one subcommand per
+ * file (see commands.h). Add a command by writing cmd_<name>.c and one line
+ * in the table below.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "evaluator/cli/commands.h"
+
+static const struct cli_command commands[] = {
+	{ NULL, NULL, NULL },
+};
+
+int cli_error(int status, const char *code, const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "error", json_object_new_string(msg));
+	json_object_object_add(o, "code", json_object_new_string(code));
+	json_object_object_add(o, "detail", json_object_new_string(msg));
+	fprintf(stderr, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+	return status;
+}
+
+/* Print the command list on `out`. */
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: agenttest <command> [options]\n\ncommands:\n");
+	for (const struct cli_command *c = commands; c->name; c++)
+		fprintf(out, "  %-10s %s\n", c->name, c->summary);
+	fprintf(out, "  %-10s %s\n", "version", "print version and commit");
+	fprintf(out, "\n'agenttest <command> --help' describes each command.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? CLI_USAGE : CLI_OK;
+	}
+	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
+		printf("agenttest %s (%s)\n", AGENTTEST_VERSION, AGENTTEST_COMMIT);
+		return CLI_OK;
+	}
+	for (const struct cli_command *c = commands; c->name; c++)
+		if (strcmp(argv[1], c->name) == 0)
+			return c->run(argc - 1, argv + 1);
+	return cli_error(CLI_USAGE, "unknown_command", "unknown command '%s' (see 'agenttest --help')", argv[1]);
+}

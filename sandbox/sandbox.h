@@ -1,0 +1,96 @@
+/*
+ * sandbox.h: the public API for running the strategy host confined.
+ *
+ * The runner and the CLI never fork Python themselves: they ask this library
+ * for a confined strategy host and talk to it over the framed protocol of
+ * docs/protocol.md. Behind the API a run is either a fresh
+ * `agenttest-sandbox ... -- python3 host` (one-shot) or a fork of a
+ * pre-started, pre-imported interpreter (the zygote), confined before it
+ * loads any untrusted code; callers cannot tell the difference except by
+ * speed. Trusted mode (no confinement, for `--trusted`) is the same API with
+ * SBX_TRUSTED so every caller has one code path.
+ */
+#ifndef AGENTTEST_SANDBOX_H
+#define AGENTTEST_SANDBOX_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+enum sbx_mode {
+	SBX_CONFINED = 0,  /* default: full isolation */
+	SBX_TRUSTED,       /* no isolation: plain child process (explicit opt-in) */
+};
+
+/* Limits of one run; zero means "the default" for every field. */
+struct sbx_limits {
+	double   cpu_seconds;   /* default 60 */
+	double   wall_seconds;  /* default 2 x cpu_seconds */
+	uint64_t memory_bytes;  /* default 256 MiB */
+	unsigned processes;     /* default 16 */
+	unsigned open_files;    /* default 64 */
+	uint64_t output_bytes;  /* cap on bytes the host may write back; default 256 MiB */
+};
+
+/* Verdict status, as in the verdict record (agenttest-sandbox(1)). */
+enum sbx_status {
+	SBX_OK = 0,   /* exited 0 */
+	SBX_RE,       /* non-zero exit */
+	SBX_SG,       /* killed by a signal */
+	SBX_TO,       /* CPU or wall time limit */
+	SBX_ML,       /* memory limit */
+	SBX_SY,       /* forbidden system call */
+	SBX_OL,       /* output limit */
+	SBX_XX,       /* internal error of the sandbox */
+	SBX_STATUS__MAX
+};
+
+struct sbx_verdict {
+	enum sbx_status status;
+	int      exit_code;        /* valid for OK and RE */
+	int      exit_signal;      /* valid for SG (and SY: SIGSYS) */
+	char     syscall_name[32]; /* valid for SY */
+	double   cpu_seconds;
+	double   wall_seconds;
+	uint64_t max_rss_bytes;
+	struct sbx_limits limits;  /* the limits that applied, defaults filled in */
+	char     message[256];
+	char     warnings[256];    /* e.g. "cgroup unavailable: rlimits only" */
+};
+
+/* A running strategy host. */
+struct sbx_run {
+	pid_t pid;       /* the process the caller waits on (helper or child) */
+	int   to_host;   /* write end: frames to the host (its stdin) */
+	int   from_host; /* read end: frames from the host (its stdout) */
+	int   log_fd;    /* read end of the host's stderr (for log tails) */
+	void *priv;      /* implementation state */
+};
+
+struct sbx_spec {
+	enum sbx_mode     mode;
+	struct sbx_limits limits;
+	const char       *rw_workdir;   /* optional read-write directory, else NULL */
+	const char *const *ro_binds;    /* optional NULL-terminated extra read-only paths */
+	uint32_t          box_id;       /* distinct per concurrent run: selects uid/gid and cgroup */
+};
+
+/* Machine code of a status: "ok", "runtime_error", "signal", "timeout", ... */
+const char *sbx_status_code(enum sbx_status s);
+
+/*
+ * Start a strategy host as `spec` says. Returns 0 and fills *run, or -1 with
+ * a message in err (errlen bytes). The host is ready to read frames.
+ */
+int sbx_start(const struct sbx_spec *spec, struct sbx_run *run, char *err, size_t errlen);
+
+/*
+ * Close the caller's ends, wait for the run to end (enforcing the limits the
+ * whole time) and fill *v. Returns 0, or -1 if the verdict could not be read
+ * (then v->status is SBX_XX).
+ */
+int sbx_finish(struct sbx_run *run, struct sbx_verdict *v);
+
+/* Kill the whole run now (cancellation); sbx_finish must still be called. */
+void sbx_kill(struct sbx_run *run);
+
+#endif
