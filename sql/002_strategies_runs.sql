@@ -31,7 +31,8 @@ CREATE TABLE IF NOT EXISTS strategies (
   owner_id    BIGINT UNSIGNED NOT NULL,
   name        VARCHAR(200)    NOT NULL,
   created_at  DATETIME(6)     NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
-  UNIQUE KEY uq_strategies_owner_name (owner_id, name)
+  UNIQUE KEY uq_strategies_owner_name (owner_id, name),
+  CONSTRAINT fk_strategies_owner FOREIGN KEY (owner_id) REFERENCES users (id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 -- One row per distinct code of a strategy. The code itself lives here (the
@@ -92,7 +93,8 @@ CREATE TABLE IF NOT EXISTS runs (
   KEY ix_runs_version (strategy_version_id, seq),
   KEY ix_runs_dataset (dataset_version, seq),
   CONSTRAINT fk_runs_version FOREIGN KEY (strategy_version_id) REFERENCES strategy_versions (id),
-  CONSTRAINT fk_runs_dataset FOREIGN KEY (dataset_id) REFERENCES datasets (id)
+  CONSTRAINT fk_runs_dataset FOREIGN KEY (dataset_id) REFERENCES datasets (id),
+  CONSTRAINT fk_runs_owner FOREIGN KEY (owner_id) REFERENCES users (id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 -- Metrics of a completed run, computed by the trusted evaluator. Only finite
@@ -152,5 +154,6 @@ CREATE TABLE IF NOT EXISTS default_promotions (
   promoted_by         BIGINT UNSIGNED NOT NULL,
   promoted_at         DATETIME(6)     NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
   KEY ix_promotions_dataset (dataset_version, id),
-  CONSTRAINT fk_promotions_version FOREIGN KEY (strategy_version_id) REFERENCES strategy_versions (id)
+  CONSTRAINT fk_promotions_version FOREIGN KEY (strategy_version_id) REFERENCES strategy_versions (id),
+  CONSTRAINT fk_promotions_user FOREIGN KEY (promoted_by) REFERENCES users (id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
