@@ -11,7 +11,12 @@
 
 #include "evaluator/cli/commands.h"
 
+int cmd_db(int argc, char **argv);
+int cmd_token(int argc, char **argv);
+
 static const struct cli_command commands[] = {
+	{ "db", cmd_db, "database administration: migrate" },
+	{ "token", cmd_token, "API tokens: create, list, revoke" },
 	{ NULL, NULL, NULL },
 };
 
