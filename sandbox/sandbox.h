@@ -9,6 +9,18 @@
  * loads any untrusted code; callers cannot tell the difference except by
  * speed. Trusted mode (no confinement, for `--trusted`) is the same API with
  * SBX_TRUSTED so every caller has one code path.
+ *
+ * Where the host is: $AGENTTEST_HOST_DIR, else <exe dir>/../share/agenttest/host,
+ * else <exe dir>/../sandbox/host (the dev tree); it runs as
+ * `/usr/bin/python3 -E -s -B <hostdir>/agenttest_host` with a fixed, minimal
+ * environment. Confined runs use the zygote unless AGENTTEST_SANDBOX_ZYGOTE=0,
+ * else the helper binary ($AGENTTEST_SANDBOX_HELPER, else agenttest-sandbox
+ * next to the running executable).
+ *
+ * Limits (CPU, wall, output) are enforced from the moment sbx_start returns,
+ * in every mode, by a supervisor process, so a caller blocked on from_host is
+ * released (EOF) when the run is killed. Output written by the host beyond
+ * limits.output_bytes (stdout and stderr together) ends the run with OL.
  */
 #ifndef AGENTTEST_SANDBOX_H
 #define AGENTTEST_SANDBOX_H
@@ -51,7 +63,9 @@ struct sbx_verdict {
 	char     syscall_name[32]; /* valid for SY */
 	double   cpu_seconds;
 	double   wall_seconds;
-	uint64_t max_rss_bytes;
+	uint64_t max_rss_bytes;    /* peak RSS of the top process (wait4) */
+	uint64_t cg_mem_bytes;     /* peak memory of the whole run (cgroup), 0 if unknown */
+	int      killed;           /* 1 if the sandbox killed the run (limit, syscall, cancel) */
 	struct sbx_limits limits;  /* the limits that applied, defaults filled in */
 	char     message[256];
 	char     warnings[256];    /* e.g. "cgroup unavailable: rlimits only" */
@@ -74,7 +88,12 @@ struct sbx_spec {
 	uint32_t          box_id;       /* distinct per concurrent run: selects uid/gid and cgroup */
 };
 
-/* Machine code of a status: "ok", "runtime_error", "signal", "timeout", ... */
+/*
+ * Machine code of a status, as used in API and CLI errors: "ok",
+ * "strategy_error" (RE: non-zero exit; the caller refines it from the
+ * host's error frame), "crashed" (SG), "timeout", "memory_limit",
+ * "forbidden_syscall", "output_limit", "internal" (XX).
+ */
 const char *sbx_status_code(enum sbx_status s);
 
 /*
@@ -90,7 +109,8 @@ int sbx_start(const struct sbx_spec *spec, struct sbx_run *run, char *err, size_
  */
 int sbx_finish(struct sbx_run *run, struct sbx_verdict *v);
 
-/* Kill the whole run now (cancellation); sbx_finish must still be called. */
+/* Kill the whole run now (cancellation; status SG, message "cancelled");
+ * sbx_finish must still be called. */
 void sbx_kill(struct sbx_run *run);
 
 #endif

@@ -1,0 +1,323 @@
+/*
+ * cgroup.c: the per-run control group (memory, process count, CPU
+ * accounting, whole-tree kill).
+ *
+ * Theory of operation. A run gets its own cgroup named
+ * agenttest-<box>-<supervisor pid> below the supervisor's own cgroup (or
+ * below $AGENTTEST_CGROUP_ROOT for cgroup v2). cgroup v2 is preferred when
+ * its memory and pids controllers can be enabled for children: memory.max,
+ * memory.swap.max=0, pids.max; CPU from cpu.stat, OOM kills from
+ * memory.events, peak from memory.peak, kill with cgroup.kill. Otherwise the
+ * v1 hierarchies are used (this is what many hosts still have):
+ * memory.limit_in_bytes plus memory.memsw.limit_in_bytes when swap
+ * accounting exists, pids.max, cpuacct.usage, oom_kill from
+ * memory.oom_control, memory.max_usage_in_bytes; kill by SIGKILLing every
+ * pid of cgroup.procs until it is empty (pids.max bounds a fork race). If
+ * neither works the caller is told why and runs on rlimits alone, with the
+ * reason in the verdict's warnings.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/xalloc.h"
+#include "sandbox/sbx_int.h"
+
+enum { CG_MEM, CG_PIDS, CG_CPU, CG__MAX };
+
+struct sbx_cgroup {
+	int  version;               /* 1 or 2 */
+	char dir[CG__MAX][512];     /* v1: one dir per controller; v2: dir[0] */
+};
+
+static const char *const v1_ctrl[CG__MAX] = { "memory", "pids", "cpuacct" };
+
+/* Write a string to dir/file. Returns 0 or -1. */
+static int cg_write(const char *dir, const char *file, const char *val)
+{
+	char path[600];
+	int n = snprintf(path, sizeof path, "%s/%s", dir, file);
+	if (n < 0 || (size_t)n >= sizeof path)
+		return -1;
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t len = strlen(val);
+	ssize_t w = write(fd, val, len);
+	close(fd);
+	return w == (ssize_t)len ? 0 : -1;
+}
+
+/* Read dir/file into buf (NUL-terminated). Returns bytes read or -1. */
+static ssize_t cg_read(const char *dir, const char *file, char *buf, size_t len)
+{
+	char path[600];
+	int n = snprintf(path, sizeof path, "%s/%s", dir, file);
+	if (n < 0 || (size_t)n >= sizeof path || len == 0)
+		return -1;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t r = read(fd, buf, len - 1);
+	close(fd);
+	if (r < 0)
+		return -1;
+	buf[r] = '\0';
+	return r;
+}
+
+/* The value following `key ` in a "key value" line file, or -1. */
+static long long cg_keyed(const char *dir, const char *file, const char *key)
+{
+	char buf[4096];
+	if (cg_read(dir, file, buf, sizeof buf) < 0)
+		return -1;
+	size_t kl = strlen(key);
+	for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+		if (strncmp(line, key, kl) == 0 && line[kl] == ' ')
+			return strtoll(line + kl + 1, NULL, 10);
+	return -1;
+}
+
+/* Our own path in the hierarchy whose /proc/self/cgroup entry matches ctrl
+ * ("" for the v2 line). Returns 0 or -1. */
+static int self_path(const char *ctrl, char *out, size_t len)
+{
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	char line[1024];
+	int rc = -1;
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\n")] = '\0';
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2)
+			continue;
+		*c2 = '\0';
+		const char *ctrls = c1 + 1;
+		bool match = false;
+		if (*ctrl == '\0') {
+			match = *ctrls == '\0';
+		} else {
+			char tmp[256];
+			snprintf(tmp, sizeof tmp, ",%s,", ctrls);
+			char want[64];
+			snprintf(want, sizeof want, ",%s,", ctrl);
+			match = strstr(tmp, want) != NULL;
+		}
+		if (match) {
+			int n = snprintf(out, len, "%s", c2 + 1);
+			rc = (n < 0 || (size_t)n >= len) ? -1 : 0;
+			break;
+		}
+	}
+	fclose(f);
+	return rc;
+}
+
+/* Build "<base><self>/agenttest-<box>-<pid>" into out. Returns 0 or -1. */
+static int run_dir(const char *base, const char *self, uint32_t box, char *out, size_t len)
+{
+	int n = snprintf(out, len, "%s%s%sagenttest-%u-%d", base, self,
+	                 self[strlen(self) - 1] == '/' ? "" : "/", box, (int)getpid());
+	return (n < 0 || (size_t)n >= len) ? -1 : 0;
+}
+
+/* Try cgroup v2. Returns 0 with cg filled, or -1. */
+static int try_v2(struct sbx_cgroup *cg, uint32_t box, const struct sbx_limits *l)
+{
+	char parent[400], self[256] = "/", buf[256];
+	const char *root = getenv("AGENTTEST_CGROUP_ROOT");
+	if (root && *root) {
+		snprintf(parent, sizeof parent, "%s", root);
+	} else {
+		const char *mnt = access("/sys/fs/cgroup/unified/cgroup.controllers", F_OK) == 0 ?
+			"/sys/fs/cgroup/unified" : "/sys/fs/cgroup";
+		if (self_path("", self, sizeof self) < 0)
+			return -1;
+		int n = snprintf(parent, sizeof parent, "%s%s", mnt, strcmp(self, "/") == 0 ? "" : self);
+		if (n < 0 || (size_t)n >= sizeof parent)
+			return -1;
+	}
+	if (cg_read(parent, "cgroup.controllers", buf, sizeof buf) < 0 ||
+	    !strstr(buf, "memory") || !strstr(buf, "pids"))
+		return -1;
+	cg_read(parent, "cgroup.subtree_control", buf, sizeof buf);
+	if ((!strstr(buf, "memory") || !strstr(buf, "pids")) &&
+	    cg_write(parent, "cgroup.subtree_control", "+memory +pids") < 0)
+		return -1;
+	if (run_dir(parent, "/", box, cg->dir[0], sizeof cg->dir[0]) < 0)
+		return -1;
+	if (mkdir(cg->dir[0], 0755) < 0 && errno != EEXIST)
+		return -1;
+	char v[32];
+	snprintf(v, sizeof v, "%" PRIu64, l->memory_bytes);
+	if (cg_write(cg->dir[0], "memory.max", v) < 0)
+		goto fail;
+	cg_write(cg->dir[0], "memory.swap.max", "0"); /* absent without swap accounting */
+	snprintf(v, sizeof v, "%u", l->processes);
+	if (cg_write(cg->dir[0], "pids.max", v) < 0)
+		goto fail;
+	cg->version = 2;
+	return 0;
+fail:
+	rmdir(cg->dir[0]);
+	return -1;
+}
+
+/* Try cgroup v1 (memory, pids, cpuacct). Returns 0 with cg filled, or -1. */
+static int try_v1(struct sbx_cgroup *cg, uint32_t box, const struct sbx_limits *l)
+{
+	char v[32];
+	int made = 0;
+	for (int i = 0; i < CG__MAX; i++) {
+		char base[128], self[256];
+		snprintf(base, sizeof base, "/sys/fs/cgroup/%s", v1_ctrl[i]);
+		if (access(base, W_OK) < 0 || self_path(v1_ctrl[i], self, sizeof self) < 0)
+			goto fail;
+		if (run_dir(base, self, box, cg->dir[i], sizeof cg->dir[i]) < 0)
+			goto fail;
+		if (mkdir(cg->dir[i], 0755) < 0 && errno != EEXIST)
+			goto fail;
+		made = i + 1;
+	}
+	snprintf(v, sizeof v, "%" PRIu64, l->memory_bytes);
+	if (cg_write(cg->dir[CG_MEM], "memory.limit_in_bytes", v) < 0)
+		goto fail;
+	char probe[64];
+	if (cg_read(cg->dir[CG_MEM], "memory.memsw.limit_in_bytes", probe, sizeof probe) >= 0 &&
+	    cg_write(cg->dir[CG_MEM], "memory.memsw.limit_in_bytes", v) < 0)
+		goto fail;
+	snprintf(v, sizeof v, "%u", l->processes);
+	if (cg_write(cg->dir[CG_PIDS], "pids.max", v) < 0)
+		goto fail;
+	cg->version = 1;
+	return 0;
+fail:
+	for (int i = 0; i < made; i++)
+		rmdir(cg->dir[i]);
+	return -1;
+}
+
+struct sbx_cgroup *sbx_cg_create(uint32_t box_id, const struct sbx_limits *l, char *warn, size_t wlen)
+{
+	struct sbx_cgroup *cg = xcalloc(1, sizeof *cg);
+	const char *mode = getenv("AGENTTEST_CGROUP");  /* "v1", "v2", "none"; tests */
+	if ((!mode || strcmp(mode, "v1") != 0) && (!mode || strcmp(mode, "none") != 0) &&
+	    try_v2(cg, box_id, l) == 0)
+		return cg;
+	memset(cg, 0, sizeof *cg);
+	if ((!mode || strcmp(mode, "v2") != 0) && (!mode || strcmp(mode, "none") != 0) &&
+	    try_v1(cg, box_id, l) == 0)
+		return cg;
+	free(cg);
+	sbx_note(warn, wlen, "cgroup unavailable: rlimits only");
+	return NULL;
+}
+
+const char *sbx_cg_kind(const struct sbx_cgroup *cg)
+{
+	return !cg ? "none" : cg->version == 2 ? "v2" : "v1";
+}
+
+int sbx_cg_dirfd(const struct sbx_cgroup *cg)
+{
+	if (!cg || cg->version != 2)
+		return -1;
+	return open(cg->dir[0], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+int sbx_cg_enter(struct sbx_cgroup *cg, pid_t pid)
+{
+	char v[32];
+	snprintf(v, sizeof v, "%d", (int)pid);
+	if (cg->version == 2)
+		return cg_write(cg->dir[0], "cgroup.procs", v);
+	for (int i = 0; i < CG__MAX; i++)
+		if (cg_write(cg->dir[i], "cgroup.procs", v) < 0)
+			return -1;
+	return 0;
+}
+
+double sbx_cg_cpu(struct sbx_cgroup *cg)
+{
+	if (cg->version == 2) {
+		long long us = cg_keyed(cg->dir[0], "cpu.stat", "usage_usec");
+		return us < 0 ? -1 : (double)us / 1e6;
+	}
+	char buf[64];
+	if (cg_read(cg->dir[CG_CPU], "cpuacct.usage", buf, sizeof buf) < 0)
+		return -1;
+	return (double)strtoull(buf, NULL, 10) / 1e9;
+}
+
+/* SIGKILL every pid listed in dir/cgroup.procs; returns how many were listed. */
+static int kill_listed(const char *dir)
+{
+	char buf[8192];
+	int count = 0;
+	if (cg_read(dir, "cgroup.procs", buf, sizeof buf) < 0)
+		return 0;
+	for (char *p = buf; *p;) {
+		char *end;
+		long pid = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		if (pid > 0) {
+			kill((pid_t)pid, SIGKILL);
+			count++;
+		}
+		p = end;
+		while (*p == '\n')
+			p++;
+	}
+	return count;
+}
+
+void sbx_cg_kill(struct sbx_cgroup *cg)
+{
+	if (cg->version == 2 && cg_write(cg->dir[0], "cgroup.kill", "1") == 0)
+		return;
+	const char *dir = cg->version == 2 ? cg->dir[0] : cg->dir[CG_PIDS];
+	for (int round = 0; round < 100 && kill_listed(dir) > 0; round++) {
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+void sbx_cg_stats(struct sbx_cgroup *cg, uint64_t *peak, bool *oom)
+{
+	char buf[64];
+	*peak = 0;
+	*oom = false;
+	if (cg->version == 2) {
+		if (cg_read(cg->dir[0], "memory.peak", buf, sizeof buf) > 0)
+			*peak = strtoull(buf, NULL, 10);
+		*oom = cg_keyed(cg->dir[0], "memory.events", "oom_kill") > 0;
+		return;
+	}
+	if (cg_read(cg->dir[CG_MEM], "memory.max_usage_in_bytes", buf, sizeof buf) > 0)
+		*peak = strtoull(buf, NULL, 10);
+	*oom = cg_keyed(cg->dir[CG_MEM], "memory.oom_control", "oom_kill") > 0;
+}
+
+void sbx_cg_destroy(struct sbx_cgroup *cg)
+{
+	if (!cg)
+		return;
+	int n = cg->version == 2 ? 1 : CG__MAX;
+	for (int i = 0; i < n; i++) {
+		for (int tries = 0; tries < 200 && rmdir(cg->dir[i]) < 0 && errno == EBUSY; tries++) {
+			struct timespec ts = { 0, 1000000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+	free(cg);
+}
