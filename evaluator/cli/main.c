@@ -13,10 +13,12 @@
 
 int cmd_db(int argc, char **argv);
 int cmd_token(int argc, char **argv);
+int cmd_dataset(int argc, char **argv);
 
 static const struct cli_command commands[] = {
 	{ "db", cmd_db, "database administration: migrate" },
 	{ "token", cmd_token, "API tokens: create, list, revoke" },
+	{ "dataset", cmd_dataset, "dataset registry in the database: register, list" },
 	{ NULL, NULL, NULL },
 };
 
