@@ -4,6 +4,9 @@
 -- (IF NOT EXISTS): a migration that stopped half way is simply applied again.
 -- Tokens are never stored: only BLAKE2b-256 of the token text keyed with the
 -- server secret (token_hash), plus a short prefix for display.
+-- Two built-in admin users own what is created without a personal token:
+-- `local` (loopback clients admitted without a token) and `mantis-admin`
+-- (requests that present MANTIS_AUTH_TOKEN).
 
 CREATE TABLE IF NOT EXISTS schema_migrations (
   version    INT UNSIGNED NOT NULL PRIMARY KEY,
@@ -32,3 +35,5 @@ CREATE TABLE IF NOT EXISTS api_tokens (
   KEY api_tokens_user (user_id),
   CONSTRAINT api_tokens_user_fk FOREIGN KEY (user_id) REFERENCES users (id) ON DELETE CASCADE
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
+
+INSERT IGNORE INTO users (name, role) VALUES ('local', 'admin'), ('mantis-admin', 'admin');
