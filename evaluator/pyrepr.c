@@ -1,0 +1,300 @@
+/* pyrepr: Python's repr(float) in C (see pyrepr.h for the method). */
+#include "evaluator/pyrepr.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef unsigned __int128 u128;
+
+static const uint64_t pr_pow10[20] = {
+	1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
+	100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL,
+	1000000000000ULL, 10000000000000ULL, 100000000000000ULL,
+	1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL,
+	1000000000000000000ULL, 10000000000000000000ULL,
+};
+
+/* 10^k as a 128-bit integer, 0 <= k <= 38. */
+static u128 pr_pow10_128(int k)
+{
+	if (k < 20)
+		return pr_pow10[k];
+	return (u128)pr_pow10[19] * pr_pow10[k - 19];
+}
+
+/*
+ * Lay out `nd` significant digits (no trailing zeros, nd >= 1) with the
+ * decimal point after position `decpt` the way Python's repr does.
+ * Returns the length written (out has PYREPR_MAX bytes).
+ */
+static size_t pr_layout(int neg, const char *digs, int nd, int decpt, char *out)
+{
+	size_t n = 0;
+	if (neg)
+		out[n++] = '-';
+	if (decpt <= -4 || decpt > 16) {
+		int e = decpt - 1;
+		out[n++] = digs[0];
+		if (nd > 1) {
+			out[n++] = '.';
+			memcpy(out + n, digs + 1, (size_t)nd - 1);
+			n += (size_t)nd - 1;
+		}
+		out[n++] = 'e';
+		out[n++] = e < 0 ? '-' : '+';
+		if (e < 0)
+			e = -e;
+		if (e >= 100)
+			out[n++] = (char)('0' + e / 100);
+		out[n++] = (char)('0' + e / 10 % 10);
+		out[n++] = (char)('0' + e % 10);
+	} else if (decpt <= 0) {
+		out[n++] = '0';
+		out[n++] = '.';
+		for (int i = 0; i < -decpt; i++)
+			out[n++] = '0';
+		memcpy(out + n, digs, (size_t)nd);
+		n += (size_t)nd;
+	} else if (decpt < nd) {
+		memcpy(out + n, digs, (size_t)decpt);
+		n += (size_t)decpt;
+		out[n++] = '.';
+		memcpy(out + n, digs + decpt, (size_t)(nd - decpt));
+		n += (size_t)(nd - decpt);
+	} else {
+		memcpy(out + n, digs, (size_t)nd);
+		n += (size_t)nd;
+		for (int i = nd; i < decpt; i++)
+			out[n++] = '0';
+		out[n++] = '.';
+		out[n++] = '0';
+	}
+	out[n] = '\0';
+	return n;
+}
+
+/* Decimal digits of v (v > 0) into digs, trailing zeros stripped; returns
+ * the count and stores the number of digits before stripping in *len. */
+static int pr_digits(uint64_t v, char *digs, int *len)
+{
+	char tmp[24];
+	int n = 0;
+	while (v > 0) {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	}
+	*len = n;
+	int start = 0;
+	while (start < n - 1 && tmp[start] == '0')
+		start++;
+	int nd = 0;
+	for (int i = n - 1; i >= start; i--)
+		digs[nd++] = tmp[i];
+	return nd;
+}
+
+struct pr_scaled {
+	uint64_t Q;    /* floor(x * 10^k), 17 digits */
+	u128     R;    /* remainder, in units of 1/T */
+	int      sh;   /* T = 2^sh */
+	u128     w_lo; /* lower half-gap of x, in units of 1/T */
+	u128     w_hi; /* upper half-gap */
+	int      even; /* mantissa even: interval bounds are inclusive */
+};
+
+/* Distance from X down to the grid point Q - qm (or UINT128 max if out of
+ * reach of the interval); qm is Q mod the grid step. */
+static int pr_ok_below(const struct pr_scaled *s, uint64_t qm, u128 *dist)
+{
+	if ((u128)qm > (s->w_lo >> s->sh))
+		return 0;
+	*dist = ((u128)qm << s->sh) + s->R;
+	return *dist < s->w_lo || (s->even && *dist == s->w_lo);
+}
+
+/* Same for the grid point above: Q - qm + c. */
+static int pr_ok_above(const struct pr_scaled *s, uint64_t up, u128 *dist)
+{
+	if ((u128)up > (s->w_hi >> s->sh) + 1)
+		return 0;
+	*dist = ((u128)up << s->sh) - s->R;
+	return *dist < s->w_hi || (s->even && *dist == s->w_hi);
+}
+
+/*
+ * Exact shortest digits for a positive normal x in the fast range. Returns
+ * the digit count (digits in digs, *decpt set) or 0 when x is out of range.
+ */
+static int pr_fast(double x, char *digs, int *decpt)
+{
+	uint64_t bits;
+	memcpy(&bits, &x, sizeof bits);
+	int bexp = (int)((bits >> 52) & 0x7ff);
+	uint64_t frac = bits & ((1ULL << 52) - 1);
+	if (bexp == 0 || bexp == 0x7ff)
+		return 0;
+	uint64_t m = frac | (1ULL << 52);
+	int e = bexp - 1075;
+	if (e > 0 || e < -72)
+		return 0;
+	int k = 16 - (int)floor(log10(x));
+	struct pr_scaled s;
+	s.sh = 2 - e;
+	s.even = (m & 1) == 0;
+	for (int tries = 0;; tries++) {
+		if (k < 0 || k > 21 || tries > 2)
+			return 0;
+		u128 p10k = pr_pow10_128(k);
+		u128 v4 = ((u128)m * p10k) << 2;
+		u128 q = v4 >> s.sh;
+		if (q >= pr_pow10[17]) {
+			k--;
+			continue;
+		}
+		if (q < pr_pow10[16]) {
+			k++;
+			continue;
+		}
+		s.Q = (uint64_t)q;
+		s.R = v4 & (((u128)1 << s.sh) - 1);
+		s.w_hi = p10k << 1;
+		s.w_lo = (frac == 0 && bexp > 1) ? p10k : p10k << 1;
+		break;
+	}
+	/* j = 0: the nearer of Q and Q+1 is always inside the interval. */
+	uint64_t best = 0;
+	int bestj = -1;
+	for (int j = 0; j <= 17; j++) {
+		uint64_t c = pr_pow10[j];
+		uint64_t qm = s.Q % c;
+		u128 dlo = 0, dhi = 0;
+		int lo = pr_ok_below(&s, qm, &dlo);
+		int hi = pr_ok_above(&s, c - qm, &dhi);
+		if (!lo && !hi)
+			break;
+		uint64_t below = s.Q - qm;
+		uint64_t pick;
+		if (lo && hi) {
+			if (dlo < dhi)
+				pick = below;
+			else if (dhi < dlo)
+				pick = below + c;
+			else
+				pick = ((below / c) % 2 == 0) ? below : below + c;
+		} else {
+			pick = lo ? below : below + c;
+		}
+		best = pick / c;
+		bestj = j;
+	}
+	if (bestj < 0)
+		return 0;
+	int len;
+	int nd = pr_digits(best, digs, &len);
+	*decpt = len + bestj - k;
+	return nd;
+}
+
+/* Digits and decimal point of a "%.*e" rendering in buf. */
+static int pr_parse_e(const char *buf, char *digs, int *decpt)
+{
+	int nd = 0;
+	const char *p = buf;
+	if (*p == '-')
+		p++;
+	for (; *p && *p != 'e'; p++)
+		if (*p >= '0' && *p <= '9')
+			digs[nd++] = *p;
+	int ex = (*p == 'e') ? atoi(p + 1) : 0;
+	while (nd > 1 && digs[nd - 1] == '0')
+		nd--;
+	*decpt = ex + 1;
+	return nd;
+}
+
+/* Does 0.DIGS x 10^decpt read back as x? */
+static int pr_roundtrips(double x, const char *digs, int nd, int decpt)
+{
+	char buf[64];
+	int n = snprintf(buf, sizeof buf, "0.%.*se%d", nd, digs, decpt);
+	if (n < 0 || (size_t)n >= sizeof buf)
+		return 0;
+	return strtod(buf, NULL) == x;
+}
+
+/*
+ * Shortest digits for any positive finite x through snprintf/strtod. A normal
+ * double carries more than 15 significant digits, so any shorter decimal
+ * that reads back shows up as the 15-digit rounding with trailing zeros;
+ * subnormals carry fewer and search from one digit up.
+ */
+static int pr_slow(double x, char *digs, int *decpt)
+{
+	char buf[64];
+	for (int p = x < 2.2250738585072014e-308 ? 1 : 15; p <= 17; p++) {
+		snprintf(buf, sizeof buf, "%.*e", p - 1, x);
+		int nd = pr_parse_e(buf, digs, decpt);
+		if (strtod(buf, NULL) == x)
+			return nd;
+		if (p == 17)
+			return nd;
+		/* At a power of two the interval is lopsided: the nearest p-digit
+		 * decimal may miss while the next one up still reads back. */
+		char up[24];
+		int upn = p, updecpt = *decpt;
+		snprintf(buf, sizeof buf, "%.*e", p - 1, x);
+		int full = 0;
+		for (const char *q = buf; *q && *q != 'e'; q++)
+			if (*q >= '0' && *q <= '9')
+				up[full++] = *q;
+		int i = full - 1;
+		while (i >= 0 && up[i] == '9')
+			up[i--] = '0';
+		if (i < 0) {
+			memmove(up + 1, up, (size_t)full - 1);
+			up[0] = '1';
+			updecpt++;
+		} else {
+			up[i]++;
+		}
+		while (upn > 1 && up[upn - 1] == '0')
+			upn--;
+		if (pr_roundtrips(x, up, upn, updecpt)) {
+			memcpy(digs, up, (size_t)upn);
+			*decpt = updecpt;
+			return upn;
+		}
+	}
+	return 0;
+}
+
+size_t pyrepr_double(double x, char out[PYREPR_MAX])
+{
+	if (isnan(x)) {
+		memcpy(out, "nan", 4);
+		return 3;
+	}
+	int neg = signbit(x) != 0;
+	if (isinf(x)) {
+		const char *s = neg ? "-inf" : "inf";
+		size_t n = strlen(s);
+		memcpy(out, s, n + 1);
+		return n;
+	}
+	if (x == 0.0) {
+		const char *s = neg ? "-0.0" : "0.0";
+		size_t n = strlen(s);
+		memcpy(out, s, n + 1);
+		return n;
+	}
+	double ax = fabs(x);
+	char digs[24];
+	int decpt = 0;
+	int nd = pr_fast(ax, digs, &decpt);
+	if (nd == 0)
+		nd = pr_slow(ax, digs, &decpt);
+	return pr_layout(neg, digs, nd, decpt, out);
+}
