@@ -249,7 +249,10 @@ static long parse_rows(char *text, struct csv_row **out, int *mode, struct ds_er
 		p = nl + 1;
 	}
 	if (ncols == 0 || n == 0) {
-		ds__fail(e, DS_ERR_INPUT, line, "prices.csv: %s", ncols ? "no data rows" : "empty file (need a header and rows)");
+		if (ncols)
+			ds__fail(e, DS_ERR_INPUT, line, "prices.csv line %ld: no data rows after the header", line);
+		else
+			ds__fail(e, DS_ERR_INPUT, 0, "prices.csv: empty file (need a header and rows)");
 		goto fail;
 	}
 	*out = rows;
