@@ -1,0 +1,139 @@
+// Charts with uPlot (served from our origin under /vendor, copied there from
+// node_modules by `npm ci`). uPlot draws on a canvas, is fast on 100k-point
+// series and gives drag-to-zoom and hover values in its legend. Around it we
+// add what a canvas lacks: a caption, a text summary for screen readers, a
+// keyboard-reachable "reset zoom", and a data-points attribute that says how
+// many points were actually drawn (the browser tests read it).
+import { h } from './dom.js';
+import { num } from './format.js';
+
+let loading = null;
+
+/** loadUPlot() -> the uPlot constructor (script and stylesheet added once). */
+export function loadUPlot() {
+  if (window.uPlot) return Promise.resolve(window.uPlot);
+  if (loading) return loading;
+  loading = new Promise((resolve, reject) => {
+    const css = h('link', { rel: 'stylesheet', href: '/vendor/uPlot.min.css' });
+    document.head.append(css);
+    const s = h('script', { src: '/vendor/uPlot.iife.min.js' });
+    s.addEventListener('load', () => (window.uPlot ? resolve(window.uPlot) : reject(new Error('uPlot did not load'))));
+    s.addEventListener('error', () => {
+      loading = null;
+      reject(new Error('The chart library is missing on this server (static/vendor/: run `make deps`).'));
+    });
+    document.head.append(s);
+  });
+  return loading;
+}
+
+const PALETTE = ['#1d5bb8', '#c2410c', '#15803d', '#7e22ce', '#4b5563'];
+
+/**
+ * chart(opts) -> {figure, ready: Promise<uPlot|null>}
+ * opts: title (caption), summary (text for screen readers), x (array;
+ * seconds since epoch when time: true, else indices), series [{label,
+ * values, color?, fill?, bars?, points?, dash?}], time (bool), height,
+ * yLabel, yFormat(v) for axis/legend values, signal (AbortSignal: destroys
+ * the plot), testid (data-testid on the figure).
+ * The figure is returned at once; the plot fills it when uPlot has loaded.
+ */
+export function chart(opts) {
+  const box = h('div', { class: 'chart-box' });
+  const status = h('span', { class: 'muted' });
+  const resetBtn = h('button', { type: 'button', class: 'small', disabled: true }, 'Reset zoom');
+  const figure = h('figure', { class: 'chart', 'data-testid': opts.testid || null },
+    h('figcaption', null, opts.title),
+    opts.summary ? h('p', { class: 'visually-hidden' }, opts.summary) : null,
+    box,
+    h('div', { class: 'chart-tools' }, resetBtn,
+      h('span', { class: 'muted' }, 'Drag across the chart to zoom; hover for values; double-click resets.'), status));
+
+  const count = opts.series.reduce((n, s) => n + s.values.filter((v) => v !== null && v !== undefined && Number.isFinite(v)).length, 0);
+  figure.dataset.points = '0';
+
+  const ready = loadUPlot().then((UPlot) => {
+    if (opts.signal && opts.signal.aborted) return null;
+    const fmt = opts.yFormat || ((v) => num(v, 4));
+    const series = [{ label: opts.time ? 'Time' : (opts.xLabel || 'x'), value: opts.time ? '{YYYY}-{MM}-{DD} {HH}:{mm}' : (u, v) => (v === null ? '—' : num(v, 0)) }];
+    opts.series.forEach((s, i) => {
+      const color = s.color || PALETTE[i % PALETTE.length];
+      const def = {
+        label: s.label,
+        stroke: color,
+        width: s.width || 1.5,
+        value: (u, v) => (v === null || v === undefined ? '—' : fmt(v)),
+        spanGaps: false,
+      };
+      if (s.fill) def.fill = s.fill;
+      if (s.dash) def.dash = s.dash;
+      if (s.bars) {
+        def.paths = UPlot.paths.bars({ size: [0.6, 40] });
+        def.fill = s.fill || color;
+        def.points = { show: false };
+      } else if (s.points) {
+        def.points = { show: true, size: 6, fill: color };
+      } else {
+        def.points = { show: false };
+      }
+      series.push(def);
+    });
+    const width = Math.max(260, Math.floor(box.getBoundingClientRect().width || figure.parentElement?.clientWidth || 600));
+    const plot = new UPlot({
+      width,
+      height: opts.height || 260,
+      scales: { x: { time: !!opts.time } },
+      series,
+      axes: [
+        { stroke: '#4a5567', grid: { stroke: '#e4e8ee' } },
+        { stroke: '#4a5567', grid: { stroke: '#e4e8ee' }, size: 64, values: (u, vals) => vals.map((v) => fmt(v)) },
+      ],
+      cursor: { drag: { x: true, y: false, setScale: true } },
+      legend: { live: true },
+      hooks: {
+        setScale: [(u, key) => {
+          if (key !== 'x') return;
+          const full = u.data[0];
+          const zoomed = full.length > 1 && (u.scales.x.min > full[0] || u.scales.x.max < full[full.length - 1]);
+          resetBtn.disabled = !zoomed;
+        }],
+      },
+    }, [opts.x, ...opts.series.map((s) => s.values)], box);
+    // The legend is uPlot's own table; name it for assistive technology.
+    const legend = box.querySelector('.u-legend');
+    if (legend) legend.setAttribute('aria-label', `${opts.title}: values at the cursor`);
+    const canvas = box.querySelector('canvas');
+    if (canvas) {
+      canvas.setAttribute('role', 'img');
+      canvas.setAttribute('aria-label', opts.summary || opts.title);
+    }
+    figure.dataset.points = String(count);
+    status.textContent = `${num(opts.x.length, 0)} points`;
+    resetBtn.addEventListener('click', () => {
+      const xs = plot.data[0];
+      if (xs.length) plot.setScale('x', { min: xs[0], max: xs[xs.length - 1] });
+    });
+    const ro = new ResizeObserver(() => {
+      const w = Math.floor(box.getBoundingClientRect().width);
+      if (w > 0 && Math.abs(w - plot.width) > 2) plot.setSize({ width: w, height: plot.height });
+    });
+    ro.observe(box);
+    if (opts.signal) opts.signal.addEventListener('abort', () => { ro.disconnect(); plot.destroy(); }, { once: true });
+    figure.uplot = plot;
+    return plot;
+  }).catch((e) => {
+    box.append(h('p', { class: 'warn' }, e.message));
+    return null;
+  });
+  return { figure, ready };
+}
+
+/** drawdown(equity) -> [dd...]: equity / running max − 1 (≤ 0), nulls kept. */
+export function drawdown(equity) {
+  let peak = -Infinity;
+  return equity.map((v) => {
+    if (v === null || !Number.isFinite(v)) return null;
+    if (v > peak) peak = v;
+    return peak > 0 ? v / peak - 1 : 0;
+  });
+}

@@ -1,0 +1,107 @@
+// Formatting of numbers, times, statuses and hashes for display. Pure
+// functions returning strings or small elements; no page state.
+import { h } from './dom.js';
+
+/** num(v, digits): a number with up to `digits` significant decimals, or '—'. */
+export function num(v, digits = 4) {
+  if (v === null || v === undefined || v === '') return '—';
+  const n = Number(v);
+  if (!Number.isFinite(n)) return String(v);
+  if (Number.isInteger(n) && Math.abs(n) < 1e15) return n.toLocaleString('en-US');
+  const a = Math.abs(n);
+  if (a !== 0 && (a < 1e-4 || a >= 1e9)) return n.toExponential(3);
+  return n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: 0 });
+}
+
+/** pct(v): a fraction shown as a percentage (0.04 -> "4.00 %"). */
+export function pct(v) {
+  if (v === null || v === undefined) return '—';
+  const n = Number(v);
+  if (!Number.isFinite(n)) return String(v);
+  return `${(n * 100).toFixed(2)} %`;
+}
+
+/** toDate(v): Date from ISO text, epoch seconds or epoch ms; null if none. */
+export function toDate(v) {
+  if (v === null || v === undefined || v === '') return null;
+  if (typeof v === 'number') return new Date(v > 1e11 ? v : v * 1000);
+  const d = new Date(/^\d{4}-\d\d-\d\d \d/.test(v) ? v.replace(' ', 'T') + (/[zZ+]|-\d\d:?\d\d$/.test(v.slice(10)) ? '' : 'Z') : v);
+  return Number.isNaN(d.getTime()) ? null : d;
+}
+
+/** when(v): a <time> element with a short UTC date and the ISO instant. */
+export function when(v) {
+  const d = toDate(v);
+  if (!d) return '—';
+  const iso = d.toISOString();
+  return h('time', { datetime: iso, title: iso }, `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`);
+}
+
+/** ago(v): "12 s ago", "3 min ago", ... relative to now. */
+export function ago(v) {
+  const d = toDate(v);
+  if (!d) return '—';
+  const s = Math.max(0, (Date.now() - d.getTime()) / 1000);
+  let t;
+  if (s < 60) t = `${Math.round(s)} s ago`;
+  else if (s < 3600) t = `${Math.round(s / 60)} min ago`;
+  else if (s < 86400) t = `${Math.round(s / 3600)} h ago`;
+  else t = `${Math.round(s / 86400)} d ago`;
+  return h('time', { datetime: d.toISOString(), title: d.toISOString() }, t);
+}
+
+/** secs(v): a duration in seconds, "85 ms", "1.24 s", "3 min 5 s". */
+export function secs(v) {
+  if (v === null || v === undefined) return '—';
+  const n = Number(v);
+  if (!Number.isFinite(n)) return String(v);
+  if (n < 1) return `${Math.round(n * 1000)} ms`;
+  if (n < 120) return `${n.toFixed(2)} s`;
+  return `${Math.floor(n / 60)} min ${Math.round(n % 60)} s`;
+}
+
+/** bytes(v): 1536 -> "1.5 KiB". */
+export function bytes(v) {
+  if (v === null || v === undefined) return '—';
+  let n = Number(v);
+  if (!Number.isFinite(n)) return String(v);
+  const units = ['B', 'KiB', 'MiB', 'GiB'];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i += 1; }
+  return `${i ? n.toFixed(1) : n} ${units[i]}`;
+}
+
+const STATUS_TEXT = {
+  queued: 'queued', running: 'running', completed: 'completed', succeeded: 'completed',
+  failed: 'failed', cancelled: 'cancelled', canceled: 'cancelled',
+};
+
+/** statusBadge(s): a text badge whose class carries the colour; the word itself carries the meaning. */
+export function statusBadge(s) {
+  const key = STATUS_TEXT[String(s || '').toLowerCase()] || 'unknown';
+  return h('span', { class: `badge st-${key}` }, s ? String(s) : 'unknown');
+}
+
+/** isActive(status): true while a job is still queued or running. */
+export function isActive(status) {
+  return status === 'queued' || status === 'running';
+}
+
+/** hash(v): a shortened hash in <code>, the whole value in its title and copy text. */
+export function hash(v, n = 12) {
+  if (!v) return '—';
+  const s = String(v);
+  return h('code', { class: 'hash', title: s }, s.length > n + 2 ? `${s.slice(0, n)}…` : s);
+}
+
+/** fullHash(v): the whole hash, breakable, for detail pages. */
+export function fullHash(v) {
+  if (!v) return '—';
+  return h('code', { class: 'hash full' }, String(v));
+}
+
+/** label(key): metric_key -> "Metric key". */
+export function label(key) {
+  const s = String(key).replace(/_/g, ' ');
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}

@@ -1,0 +1,90 @@
+// Pieces shared by several pages: reading API objects, the runs table, page
+// headings and "not on this server yet" notices.
+import { h, link, table } from '../dom.js';
+import { num, statusBadge, ago, secs } from '../format.js';
+
+/** pick(obj, ...keys): the first key of obj whose value is not null/undefined. */
+export function pick(obj, ...keys) {
+  if (!obj) return undefined;
+  for (const k of keys) {
+    if (obj[k] !== null && obj[k] !== undefined) return obj[k];
+  }
+  return undefined;
+}
+
+/** pageHead(ctx, title, ...actions): sets the title and draws <h1> plus actions. */
+export function pageHead(ctx, title, ...actions) {
+  ctx.title(title);
+  const head = h('div', { class: 'spread' }, h('h1', { tabindex: -1 }, title));
+  if (actions.length) head.append(h('div', { class: 'actions' }, actions));
+  return head;
+}
+
+/** unavailable(what): the clear notice for an API this server lacks. */
+export function unavailable(what) {
+  return h('p', { class: 'unavailable', 'data-testid': 'unavailable' },
+    `${what} ${/s$/.test(what) ? 'are' : 'is'} not available on this server yet.`);
+}
+
+/** runId(r): a run's id, whatever the key. */
+export const runId = (r) => pick(r, 'run_id', 'id');
+/** versionId(r): a strategy version id from a run/leaderboard/version object. */
+export const versionId = (r) => pick(r, 'strategy_version_id', 'version_id');
+
+/** score(r): the score of a run or leaderboard row. */
+export function score(r) {
+  const m = r.metrics || {};
+  return pick(r, 'score') ?? pick(m, 'score');
+}
+
+/** runsTable(list, opts): the standard table of runs. */
+export function runsTable(list, opts = {}) {
+  const cols = [
+    { label: 'Run', cell: (r) => link(`#/runs/${encodeURIComponent(runId(r))}`, `#${runId(r)}`) },
+    { label: 'Status', cell: (r) => statusBadge(r.status) },
+  ];
+  if (!opts.noStrategy) {
+    cols.push({
+      label: 'Strategy',
+      cell: (r) => {
+        const name = pick(r, 'strategy_name', 'name');
+        const v = versionId(r);
+        if (!v) return name || '—';
+        return link(`#/versions/${encodeURIComponent(v)}`, name ? `${name} v${pick(r, 'version', 'version_number') ?? v}` : `version ${v}`);
+      },
+    });
+  }
+  cols.push(
+    { label: 'Dataset', cell: (r) => pick(r, 'dataset_version') || '—' },
+    { label: 'Score', num: true, cell: (r) => num(score(r)) },
+    { label: 'Runtime', num: true, cell: (r) => secs(pick(r, 'runtime_s') ?? (r.metrics || {}).runtime_s) },
+    { label: 'Queued', cell: (r) => ago(pick(r, 'queued_at', 'created_at')) },
+  );
+  if (opts.owner) cols.splice(3, 0, { label: 'Owner', cell: (r) => pick(r, 'owner', 'user') || '—' });
+  return table(cols, list, { caption: opts.caption, label: opts.caption || 'Runs', empty: opts.empty || 'No runs yet.' });
+}
+
+/** paramsInput(value): a labelled JSON textarea for strategy params. */
+export function parseParams(text) {
+  const t = text.trim();
+  if (!t) return {};
+  let v;
+  try {
+    v = JSON.parse(t);
+  } catch (e) {
+    throw new Error(`Params must be a JSON object: ${e.message}`);
+  }
+  if (!v || typeof v !== 'object' || Array.isArray(v)) throw new Error('Params must be a JSON object, like {"window": 20}.');
+  return v;
+}
+
+/** challengeMap(data): /api/challenges as {name: info}, from the original's
+ * object shape or from a list of {name, ...}. */
+export function challengeMap(data) {
+  if (Array.isArray(data) || (data && Array.isArray(data.challenges))) {
+    const out = {};
+    for (const c of Array.isArray(data) ? data : data.challenges) out[c.name] = c;
+    return out;
+  }
+  return data && typeof data === 'object' ? data : {};
+}

@@ -1,0 +1,150 @@
+// One challenge evaluation: live status, then the headline metric (holdout
+// windows only) against the challenge's baseline, and the metric per
+// walk-forward window as a chart and a table, dev and holdout windows told
+// apart by colour, legend and an explicit "period" column.
+import { api, available } from '../api.js';
+import { h, clear, dl, table, link } from '../dom.js';
+import { num, statusBadge, isActive, when, label } from '../format.js';
+import { chart } from '../chart.js';
+import { poll } from '../poll.js';
+import { announce } from '../app.js';
+import { pageHead, pick, unavailable, challengeMap } from './common.js';
+
+/** windowKey(primary, windows): the per-window field of the headline metric. */
+export function windowKey(primary, windows) {
+  const w = windows.find((x) => x && typeof x === 'object') || {};
+  const tries = [primary, primary && primary.replace(/^mean_/, ''), 'auc', 'direct_log_loss', 'balanced_accuracy', 'mean_spearman', 'spearman'];
+  for (const k of tries) if (k && k in w) return k;
+  return Object.keys(w).find((k) => !['start', 'end', 'in_holdout', 'n_timesteps'].includes(k) && !k.startsWith('n_') && typeof w[k] === 'number') || null;
+}
+
+/** verdict(value, baseline, direction) -> 'better' | 'worse' | 'equal' | null. */
+export function verdict(v, b, dir) {
+  if (!Number.isFinite(v) || !Number.isFinite(b)) return null;
+  if (v === b) return 'equal';
+  return (dir === 'lower' ? v < b : v > b) ? 'better' : 'worse';
+}
+
+function resultPanels(ctx, ev, ch, box) {
+  const res = ev.result || ev.metrics || {};
+  const info = (ch && ch.metric_info) || {};
+  const primary = info.primary || Object.keys(res).find((k) => k.startsWith('mean_')) || 'mean_auc';
+  const dir = info.direction || 'higher';
+  const base = info.baseline !== undefined && info.baseline !== null ? Number(info.baseline) : null;
+  const head = Number(res[primary]);
+  const v = verdict(head, base, dir);
+  const mlabel = info.label || label(primary);
+
+  if (res.error) {
+    box.append(h('section', { class: 'panel error-panel', 'data-testid': 'eval-error' }, h('h2', null, 'The evaluation returned an error'), h('p', null, String(res.error))));
+    return;
+  }
+  box.append(h('section', { class: 'panel', 'aria-labelledby': 'ev-head' },
+    h('h2', { id: 'ev-head' }, 'Headline (holdout)'),
+    h('div', { class: 'headline', 'data-testid': 'headline' },
+      h('span', { class: 'big' }, Number.isFinite(head) ? num(head, 5) : '—'),
+      h('span', null, `${mlabel} (${primary}), ${dir} is better`),
+      base !== null ? h('span', null, 'baseline ', h('strong', null, num(base, 4))) : null,
+      v ? h('span', { class: v === 'better' ? 'better' : v === 'worse' ? 'worse' : '' },
+        v === 'better' ? `beats the baseline by ${num(Math.abs(head - base), 5)}`
+          : v === 'worse' ? `below the baseline by ${num(Math.abs(head - base), 5)}` : 'equal to the baseline') : null),
+    dl(Object.entries(res).filter(([k, x]) => k !== 'windows' && k !== primary && (typeof x !== 'object' || x === null))
+      .map(([k, x]) => [label(k), typeof x === 'number' ? num(x, 6) : String(x)]))));
+
+  const windows = Array.isArray(res.windows) ? res.windows : [];
+  if (!windows.length) return;
+  const key = windowKey(primary, windows);
+  const x = windows.map((_, i) => i + 1);
+  const devVals = windows.map((w) => (w.in_holdout ? null : (Number.isFinite(w[key]) ? w[key] : null)));
+  const hoVals = windows.map((w) => (w.in_holdout ? (Number.isFinite(w[key]) ? w[key] : null) : null));
+  const nDev = devVals.filter((q) => q !== null).length;
+  const nHo = hoVals.filter((q) => q !== null).length;
+  const series = [
+    { label: 'Dev window', values: devVals, color: '#0c6fb0', bars: true, fill: 'rgba(12,111,176,0.55)' },
+    { label: 'Holdout window', values: hoVals, color: '#c2410c', bars: true, fill: 'rgba(194,65,12,0.75)' },
+  ];
+  if (base !== null) series.push({ label: 'Baseline', values: x.map(() => base), color: '#374151', dash: [6, 4], width: 1.5 });
+  const c = chart({
+    title: `${mlabel} per walk-forward window`, testid: 'window-chart', x, xLabel: 'Window', signal: ctx.signal, height: 240,
+    series,
+    summary: `${windows.length} windows: ${nDev} dev and ${nHo} holdout.${base !== null ? ` Baseline ${base}.` : ''}`,
+  });
+  const panel = h('section', { class: 'panel', 'aria-labelledby': 'ev-win' }, h('h2', { id: 'ev-win' }, 'Walk-forward windows'),
+    h('p', { class: 'small' }, h('span', { class: 'badge dev' }, 'dev'), ' windows are for diagnosis; only ',
+      h('span', { class: 'badge holdout' }, 'holdout'), ' windows make the headline.'),
+    c.figure);
+  const extra = Object.keys(windows[0]).filter((k) => !['start', 'end', 'in_holdout', key].includes(k));
+  panel.append(table([
+    { label: 'Window', num: true, cell: (w) => num(windows.indexOf(w) + 1) },
+    { label: 'Period', cell: (w) => h('span', { class: `badge ${w.in_holdout ? 'holdout' : 'dev'}` }, w.in_holdout ? 'holdout' : 'dev') },
+    { label: 'Start', num: true, cell: (w) => num(w.start) },
+    { label: 'End', num: true, cell: (w) => num(w.end) },
+    { label: key ? label(key) : 'Value', num: true, cell: (w) => num(w[key], 5) },
+    ...extra.map((k) => ({ label: label(k), num: true, cell: (w) => num(w[k], 5) })),
+  ], windows, { caption: 'Windows' }));
+  box.append(panel);
+}
+
+export async function render(ctx) {
+  const root = clear(ctx.main);
+  const id = ctx.params.id;
+  root.append(pageHead(ctx, `Evaluation #${id}`));
+  let ev;
+  try {
+    ev = await api(`/api/evaluations/${encodeURIComponent(id)}`);
+  } catch (e) {
+    if (e.status === 404 && !await available('/api/challenges')) {
+      root.append(unavailable('Evaluations'));
+      return;
+    }
+    throw e;
+  }
+  if (ctx.signal.aborted) return;
+  const challenges = challengeMap(await api('/api/challenges').catch(() => ({})));
+  const badge = h('span', { role: 'status', 'data-testid': 'eval-status' });
+  root.querySelector('h1').append(' ', badge);
+  const body = h('div');
+  root.append(body);
+
+  function draw() {
+    clear(badge).append(statusBadge(ev.status));
+    clear(body);
+    const chName = pick(ev, 'challenge');
+    body.append(h('section', { class: 'panel', 'aria-label': 'Evaluation details' }, dl([
+      ['Challenge', chName ? link(`#/challenges/${encodeURIComponent(chName)}`, chName) : null],
+      ['Mode', pick(ev, 'mode') ? String(ev.mode) : null],
+      ['Dataset version', pick(ev, 'dataset_version') ? String(ev.dataset_version) : null],
+      ['Days of history', pick(ev, 'days_back') !== undefined ? String(ev.days_back) : null],
+      ['Holdout days', pick(ev, 'holdout_days') !== undefined ? String(ev.holdout_days) : null],
+      ['Queued', when(pick(ev, 'queued_at', 'created_at'))],
+      ['Completed', ev.completed_at ? when(ev.completed_at) : null],
+    ])));
+    if (isActive(ev.status)) {
+      body.append(h('p', { class: 'panel notice' }, ev.status === 'queued'
+        ? 'Waiting for a runner… this page updates by itself.'
+        : 'Streaming bars through your code in the sandbox… this page updates by itself.'));
+    }
+    const err = ev.error;
+    if (err && (err.code || err.message || typeof err === 'string')) {
+      const e = typeof err === 'object' ? err : { message: err };
+      body.append(h('section', { class: 'panel error-panel', 'data-testid': 'eval-error' }, h('h2', null, 'Why it failed'),
+        dl([['Code', e.code ? h('code', null, e.code) : null], ['Message', e.message || null]]),
+        e.log_tail ? h('pre', { tabindex: 0, 'aria-label': 'Log tail' }, e.log_tail) : null));
+    }
+    if (ev.result || (ev.metrics && ev.status !== 'failed')) resultPanels(ctx, ev, challenges[chName], body);
+  }
+  draw();
+  if (isActive(ev.status)) {
+    let last = ev.status;
+    poll(async () => {
+      const r = await api(`/api/evaluations/${encodeURIComponent(id)}`, { signal: ctx.signal });
+      if (ctx.signal.aborted) return 'done';
+      ev = r;
+      if (r.status === last) return 'same';
+      last = r.status;
+      announce(`Evaluation ${r.status}`);
+      draw();
+      return isActive(r.status) ? 'changed' : 'done';
+    }, { min: 1000, max: 10000, signal: ctx.signal });
+  }
+}

@@ -1,0 +1,268 @@
+// One run: live status while it is queued or running (polled with back-off,
+// paused in a hidden tab), then everything the API records about it: all
+// metrics, the equity and drawdown charts, the causality audit, the error
+// with its log tail, the resources the sandbox used, the hashes that make it
+// reproducible, and the equity download.
+import { api, post } from '../api.js';
+import { h, clear, table, dl, link } from '../dom.js';
+import { num, when, secs, statusBadge, isActive, fullHash, label, bytes, toDate } from '../format.js';
+import { chart, drawdown } from '../chart.js';
+import { poll } from '../poll.js';
+import { announce, confirmDialog } from '../app.js';
+import { pageHead, pick, versionId } from './common.js';
+
+/** parseEquity(data) -> {x: number[], equity: number[], time: bool}. Accepts
+ * the JSON shapes {timestamps|t|ts, equity|values} or [{t|ts|timestamp, equity}],
+ * [[t, e]], a bare number array, or CSV text with a header row. */
+export function parseEquity(data) {
+  let ts = null;
+  let eq = null;
+  if (typeof data === 'string') {
+    const lines = data.trim().split(/\r?\n/);
+    const head = lines.shift().split(',').map((s) => s.trim().toLowerCase());
+    let ei = head.findIndex((c) => c === 'equity' || c === 'value');
+    if (ei < 0) ei = head.length - 1;
+    const ti = head.findIndex((c) => ['ts', 't', 'timestamp', 'time', 'timestamp_ms'].includes(c));
+    eq = [];
+    ts = ti >= 0 ? [] : null;
+    for (const l of lines) {
+      const c = l.split(',');
+      eq.push(Number(c[ei]));
+      if (ts) ts.push(/^-?\d+(\.\d+)?$/.test(c[ti].trim()) ? Number(c[ti]) : Date.parse(c[ti]));
+    }
+  } else if (Array.isArray(data)) {
+    if (data.length && typeof data[0] === 'number') eq = data;
+    else if (data.length && Array.isArray(data[0])) { ts = data.map((r) => r[0]); eq = data.map((r) => r[1]); } else {
+      eq = data.map((r) => pick(r, 'equity', 'value', 'e'));
+      const t0 = data.length ? pick(data[0], 'ts', 't', 'timestamp', 'time') : undefined;
+      if (t0 !== undefined) ts = data.map((r) => pick(r, 'ts', 't', 'timestamp', 'time'));
+    }
+  } else if (data && typeof data === 'object') {
+    eq = pick(data, 'equity', 'values');
+    ts = pick(data, 'timestamps', 'ts', 't', 'time') || null;
+  }
+  eq = (eq || []).map((v) => (v === null ? null : Number(v)));
+  if (ts && ts.length === eq.length && ts.every((t) => Number.isFinite(t))) {
+    // epoch ms (or s) -> seconds for uPlot's time scale
+    const ms = ts.length && Math.abs(ts[0]) > 1e11;
+    return { x: ts.map((t) => (ms ? t / 1000 : t)), equity: eq, time: true };
+  }
+  return { x: eq.map((_, i) => i), equity: eq, time: false };
+}
+
+function metricsTable(m) {
+  const keys = Object.keys(m || {});
+  const primary = ['score', 'total_return', 'cagr', 'sharpe', 'max_drawdown', 'volatility'];
+  keys.sort((a, b) => {
+    const ia = primary.indexOf(a); const ib = primary.indexOf(b);
+    return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib) || a.localeCompare(b);
+  });
+  return table([
+    { label: 'Metric', cell: (k) => label(k) },
+    { label: 'Value', num: true, cell: (k) => (typeof m[k] === 'object' && m[k] !== null ? JSON.stringify(m[k]) : num(m[k], 6)) },
+  ], keys, { caption: 'Metrics', empty: 'No metrics recorded.', rowHeader: true });
+}
+
+/** objectList(obj): a definition list of an object's keys (nested as JSON). */
+function objectList(obj) {
+  return dl(Object.entries(obj || {}).map(([k, v]) => [label(k),
+    v !== null && typeof v === 'object' ? h('code', null, JSON.stringify(v)) : typeof v === 'number' ? num(v, 6) : String(v)]));
+}
+
+function auditPanel(audit) {
+  const p = h('section', { class: 'panel', 'aria-labelledby': 'run-audit' }, h('h2', { id: 'run-audit' }, 'Causality audit'));
+  if (!audit) { p.append(h('p', { class: 'muted' }, 'No audit was recorded for this run.')); return p; }
+  if (typeof audit !== 'object') { p.append(h('p', null, String(audit))); return p; }
+  const passed = pick(audit, 'passed', 'ok');
+  const st = pick(audit, 'status', 'result', 'verdict');
+  const verdict = passed === true || st === 'passed' || st === 'pass' ? 'passed'
+    : passed === false || st === 'failed' || st === 'fail' || st === 'lookahead_detected' ? 'failed' : String(st ?? 'not run');
+  p.append(h('p', { 'data-testid': 'audit-verdict' }, h('span', { class: `badge ${verdict === 'passed' ? 'st-completed' : verdict === 'failed' ? 'st-failed' : 'st-unknown'}` },
+    verdict === 'passed' ? 'passed: no look-ahead found' : verdict === 'failed' ? 'failed: past outputs change when the future is removed' : verdict)));
+  p.append(objectList(audit));
+  return p;
+}
+
+function errorPanel(err) {
+  const e = typeof err === 'object' && err ? err : { message: String(err) };
+  return h('section', { class: 'panel error-panel', 'aria-labelledby': 'run-error', 'data-testid': 'run-error' },
+    h('h2', { id: 'run-error' }, 'Why it failed'),
+    dl([['Code', e.code ? h('code', null, String(e.code)) : null], ['Message', e.message ? String(e.message) : null]]),
+    e.log_tail ? h('div', null, h('h3', null, 'Log tail'), h('pre', { tabindex: 0, 'aria-label': 'Log tail' }, String(e.log_tail))) : null);
+}
+
+function resourcesPanel(r) {
+  if (!r || typeof r !== 'object') return null;
+  const pairs = [];
+  for (const [k, v] of Object.entries(r)) {
+    if (k === 'limits' && v && typeof v === 'object') continue;
+    const val = /mem|rss|bytes/.test(k) && typeof v === 'number' ? bytes(v)
+      : /_s$|seconds/.test(k) && typeof v === 'number' ? secs(v)
+        : v !== null && typeof v === 'object' ? h('code', null, JSON.stringify(v)) : String(v);
+    pairs.push([label(k), val]);
+  }
+  const p = h('section', { class: 'panel', 'aria-labelledby': 'run-res' }, h('h2', { id: 'run-res' }, 'Resources'), dl(pairs));
+  if (r.limits && typeof r.limits === 'object') p.append(h('h3', null, 'Limits that applied'), objectList(r.limits));
+  return p;
+}
+
+async function chartsPanel(ctx, id, box) {
+  clear(box).append(h('h2', { id: 'run-charts' }, 'Equity and drawdown'), h('p', { class: 'loading' }, 'Loading the equity curve…'));
+  let data;
+  try {
+    data = await api(`/runs/${encodeURIComponent(id)}/equity`, { accept: 'application/json' });
+  } catch (e) {
+    if (ctx.signal.aborted) return;
+    box.querySelector('.loading').replaceWith(h('p', { class: 'error' }, `The equity curve could not be loaded: ${e.message}`));
+    return;
+  }
+  if (ctx.signal.aborted) return;
+  const eq = parseEquity(data);
+  box.querySelector('.loading').remove();
+  if (!eq.equity.length) {
+    box.append(h('p', { class: 'muted' }, 'This run has no equity curve.'));
+    return;
+  }
+  const finite = eq.equity.filter((v) => Number.isFinite(v));
+  const dd = drawdown(eq.equity);
+  const minDd = Math.min(...dd.filter((v) => v !== null));
+  const eqChart = chart({
+    title: 'Equity curve', testid: 'equity-chart', x: eq.x, time: eq.time, signal: ctx.signal,
+    series: [{ label: 'Equity', values: eq.equity, color: '#1d5bb8', fill: 'rgba(29,91,184,0.08)' }],
+    summary: `Equity over ${eq.equity.length} bars, from ${num(eq.equity[0])} to ${num(eq.equity[eq.equity.length - 1])}; lowest ${num(Math.min(...finite))}, highest ${num(Math.max(...finite))}.`,
+  });
+  const ddChart = chart({
+    title: 'Drawdown', testid: 'drawdown-chart', x: eq.x, time: eq.time, signal: ctx.signal, height: 180,
+    series: [{ label: 'Drawdown', values: dd, color: '#b42318', fill: 'rgba(180,35,24,0.12)' }],
+    yFormat: (v) => `${(v * 100).toFixed(1)} %`,
+    summary: `Drawdown from the running peak; deepest ${(minDd * 100).toFixed(2)} %.`,
+  });
+  box.append(eqChart.figure, ddChart.figure);
+  await Promise.all([eqChart.ready, ddChart.ready]);
+}
+
+export async function render(ctx) {
+  const root = clear(ctx.main);
+  const id = ctx.params.id;
+  let run = await api(`/runs/${encodeURIComponent(id)}`);
+  if (ctx.signal.aborted) return;
+
+  const badge = h('span', { 'data-testid': 'run-status', role: 'status' });
+  const checked = h('span', { class: 'muted small' });
+  const actions = h('div', { class: 'actions' });
+  const head = pageHead(ctx, `Run #${id}`);
+  head.querySelector('h1').append(' ', badge);
+  root.append(head, h('div', { class: 'row' }, actions, checked));
+  const body = h('div');
+  root.append(body);
+
+  function drawActions() {
+    clear(actions);
+    if (isActive(run.status)) {
+      actions.append(h('button', { type: 'button', class: 'danger', on: { click: cancel } }, 'Cancel run'));
+    }
+    if (run.status === 'completed') {
+      actions.append(h('a', { class: 'button', href: `/runs/${encodeURIComponent(id)}/equity`, download: `run-${id}-equity.csv` }, 'Download equity (CSV)'));
+      actions.append(h('button', { type: 'button', on: { click: verify } }, 'Verify reproducibility'));
+    }
+  }
+
+  async function cancel() {
+    if (!await confirmDialog('Cancel this run?', `Run #${id} will be stopped; a running sandbox is killed.`, 'Cancel run')) return;
+    try {
+      run = await post(`/runs/${encodeURIComponent(id)}/cancel`);
+      if (!run || !run.status) run = await api(`/runs/${encodeURIComponent(id)}`);
+      announce(`Run ${run.status}`);
+      draw();
+    } catch (e) {
+      if (e.status !== 401) body.prepend(h('p', { class: 'error', role: 'alert' }, `Cancel failed: ${e.message}`));
+    }
+  }
+
+  async function verify(ev) {
+    const btn = ev.currentTarget;
+    btn.disabled = true;
+    btn.textContent = 'Verifying…';
+    try {
+      const res = await post(`/runs/${encodeURIComponent(id)}/verify`);
+      const same = pick(res, 'identical', 'reproducible', 'ok', 'match');
+      announce(same ? 'Verified: identical results' : 'Verification found a difference');
+      run = await api(`/runs/${encodeURIComponent(id)}`);
+      if (!run.verify && !run.verification) run.verification = res;
+      draw();
+    } catch (e) {
+      btn.disabled = false;
+      btn.textContent = 'Verify reproducibility';
+      if (e.status !== 401) body.prepend(h('p', { class: 'error', role: 'alert' }, `Verify failed: ${e.message}`));
+    }
+  }
+
+  function draw() {
+    clear(badge).append(statusBadge(run.status));
+    drawActions();
+    clear(body);
+    const vid = versionId(run);
+    const started = toDate(run.started_at);
+    body.append(h('section', { class: 'panel', 'aria-label': 'Run details' }, dl([
+      ['Strategy', vid !== undefined ? link(`#/versions/${encodeURIComponent(vid)}`, `${pick(run, 'strategy_name', 'name') || 'version'} #${vid}`) : null],
+      ['Dataset version', pick(run, 'dataset_version') !== undefined ? String(run.dataset_version) : null],
+      ['Asset', pick(run, 'asset') !== undefined ? String(run.asset) : null],
+      ['Params', run.params ? h('code', null, JSON.stringify(run.params)) : null],
+      ['Queued', when(pick(run, 'queued_at', 'created_at'))],
+      ['Started', run.started_at ? when(run.started_at) : null],
+      ['Completed', run.completed_at ? when(run.completed_at) : null],
+      ['Runtime', pick(run, 'runtime_s') !== undefined ? secs(run.runtime_s)
+        : isActive(run.status) && started ? `${secs((Date.now() - started.getTime()) / 1000)} so far` : null],
+    ])));
+
+    if (isActive(run.status)) {
+      body.append(h('p', { class: 'panel notice', 'data-testid': 'run-waiting' },
+        run.status === 'queued' ? 'Waiting for a runner to pick this run up… this page updates by itself.'
+          : 'Running in the sandbox… this page updates by itself.'));
+    }
+    if (run.error && (run.error.code || run.error.message || typeof run.error === 'string')) body.append(errorPanel(run.error));
+
+    if (run.metrics && Object.keys(run.metrics).length) {
+      body.append(h('section', { 'aria-label': 'Metrics' }, metricsTable(run.metrics)));
+    }
+    if (run.status === 'completed') {
+      const cbox = h('section', { class: 'panel', 'aria-labelledby': 'run-charts' });
+      body.append(cbox);
+      chartsPanel(ctx, id, cbox);
+    }
+    if (!isActive(run.status)) body.append(auditPanel(run.audit));
+    const ver = run.verify || run.verification;
+    if (ver) {
+      body.append(h('section', { class: 'panel', 'aria-labelledby': 'run-verify' }, h('h2', { id: 'run-verify' }, 'Reproducibility check'), objectList(ver)));
+    }
+    const res = resourcesPanel(run.resources);
+    if (res) body.append(res);
+    body.append(h('section', { class: 'panel', 'aria-labelledby': 'run-hashes' },
+      h('h2', { id: 'run-hashes' }, 'Reproducibility'),
+      h('p', { class: 'muted small' }, 'The same dataset, code and config hashes give bit-identical metrics and equity.'),
+      dl([
+        ['Dataset hash', fullHash(run.dataset_hash)],
+        ['Code hash', fullHash(run.code_hash)],
+        ['Config hash', fullHash(run.config_hash)],
+        ['Artifacts', run.artifacts_dir ? h('code', null, String(run.artifacts_dir)) : null],
+      ])));
+  }
+
+  draw();
+  if (isActive(run.status)) {
+    let lastStatus = run.status;
+    poll(async () => {
+      const r = await api(`/runs/${encodeURIComponent(id)}`, { signal: ctx.signal });
+      if (ctx.signal.aborted) return 'done';
+      checked.textContent = `checked ${new Date().toISOString().slice(11, 19)} UTC`;
+      run = r;
+      if (r.status !== lastStatus) {
+        lastStatus = r.status;
+        announce(`Run ${r.status}`);
+        draw();
+        return isActive(r.status) ? 'changed' : 'done';
+      }
+      return 'same';
+    }, { min: 700, max: 10000, factor: 1.4, signal: ctx.signal });
+  }
+}

@@ -1,0 +1,124 @@
+// One strategy version: its code (shown to its owner and admins), its runs
+// grouped by dataset, and the form that queues a new run.
+import { api, post, qs, rows } from '../api.js';
+import { h, clear, field, link, dl } from '../dom.js';
+import { ago, fullHash } from '../format.js';
+import { navigate, announce } from '../app.js';
+import { pageHead, pick, runsTable, parseParams, runId } from './common.js';
+
+/** runForm(versionId, defaults, datasets) -> form element that queues a run. */
+function runForm(vid, version, datasets) {
+  const dsSel = h('select', { name: 'dataset_version' });
+  if (!datasets.length) dsSel.append(h('option', { value: '' }, 'server default'));
+  for (const d of datasets) {
+    const v = String(pick(d, 'version', 'dataset_version'));
+    dsSel.append(h('option', { value: v, selected: d.default === true || d.is_default === true }, v));
+  }
+  const params = h('textarea', { name: 'params', rows: 3, class: 'code', spellcheck: 'false', placeholder: '{}' });
+  if (version.params && Object.keys(version.params).length) params.value = JSON.stringify(version.params, null, 2);
+  const asset = h('input', { type: 'text', name: 'asset', autocomplete: 'off', placeholder: 'dataset default', maxlength: 32 });
+  const audit = h('select', { name: 'audit' },
+    h('option', { value: '' }, 'server default'),
+    h('option', { value: 'true' }, 'yes'),
+    h('option', { value: 'false' }, 'no'));
+  const err = h('p', { class: 'error', role: 'alert' });
+  const btn = h('button', { type: 'submit', class: 'primary' }, 'Run');
+  const form = h('form', { class: 'stack panel', 'aria-labelledby': 'run-form-title', novalidate: true },
+    h('h2', { id: 'run-form-title' }, 'Run this version'),
+    h('div', { class: 'fields' },
+      field('Dataset version', dsSel),
+      field('Asset', asset, 'Leave empty for the dataset’s default asset.'),
+      field('Causality audit', audit, 'Re-runs on prefixes to catch look-ahead.')),
+    field('Params (JSON object)', params, 'Overrides the version’s default params for this run.'),
+    err,
+    h('div', { class: 'actions' }, btn));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    err.textContent = '';
+    let p;
+    try {
+      p = parseParams(params.value);
+    } catch (e) {
+      err.textContent = e.message;
+      params.setAttribute('aria-invalid', 'true');
+      params.focus();
+      return;
+    }
+    params.removeAttribute('aria-invalid');
+    const body = { strategy_version_id: Number.isNaN(Number(vid)) ? vid : Number(vid), params: p };
+    if (dsSel.value) body.dataset_version = dsSel.value;
+    if (asset.value.trim()) body.asset = asset.value.trim();
+    if (audit.value) body.audit = audit.value === 'true';
+    btn.disabled = true;
+    btn.textContent = 'Queuing…';
+    try {
+      const run = await post('/runs', body);
+      announce('Run queued');
+      navigate(`#/runs/${encodeURIComponent(runId(run))}`);
+    } catch (e) {
+      if (e.status === 401) return;
+      err.textContent = e.status === 429
+        ? `Too many queued runs${e.retryAfter ? `; try again in ${e.retryAfter} s` : ''}.`
+        : `${e.message}${e.code ? ` (${e.code})` : ''}`;
+    } finally {
+      btn.disabled = false;
+      btn.textContent = 'Run';
+    }
+  });
+  return form;
+}
+
+export async function render(ctx) {
+  const root = clear(ctx.main);
+  const vid = ctx.params.id;
+  ctx.title(`Version ${vid}`);
+  const [v, ds, rl] = await Promise.all([
+    api(`/strategies/versions/${encodeURIComponent(vid)}`),
+    api('/datasets').catch((e) => { if (e.status === 401) throw e; return []; }),
+    api(`/runs${qs({ strategy_version_id: vid, limit: 100 })}`).catch((e) => { if (e.status === 401) throw e; return []; }),
+  ]);
+  if (ctx.signal.aborted) return;
+  const name = pick(v, 'name', 'strategy_name') || 'strategy';
+  const sid = pick(v, 'strategy_id');
+  root.append(pageHead(ctx, `${name} · version ${pick(v, 'version', 'number') ?? vid}`,
+    h('a', { class: 'button', href: `#/strategies/new?name=${encodeURIComponent(name)}&from=${encodeURIComponent(vid)}` }, 'New version from this')));
+  const submitted = ctx.query.get('submitted');
+  if (submitted) {
+    root.append(h('p', { class: submitted === 'existing' ? 'warn' : 'panel notice', role: 'status' },
+      submitted === 'existing'
+        ? 'This exact code was submitted before, so this is the existing version; nothing new was stored.'
+        : 'Submitted: the code passed the syntax and contract checks. Run it below.'));
+  }
+  root.append(h('section', { class: 'panel', 'aria-label': 'Version details' }, dl([
+    ['Strategy', sid !== undefined ? link(`#/strategies/${encodeURIComponent(sid)}`, name) : name],
+    ['Version id', String(pick(v, 'strategy_version_id', 'id') ?? vid)],
+    ['Kind', pick(v, 'kind') !== undefined ? String(v.kind) : null],
+    ['Owner', pick(v, 'owner', 'user') !== undefined ? String(pick(v, 'owner', 'user')) : null],
+    ['Submitted', pick(v, 'created_at') ? ago(v.created_at) : null],
+    ['Code hash', fullHash(pick(v, 'code_hash'))],
+    ['Params', v.params && Object.keys(v.params).length ? h('code', null, JSON.stringify(v.params)) : null],
+  ])));
+
+  const datasets = rows(ds, 'datasets');
+  root.append(runForm(vid, v, datasets));
+
+  const runs = rows(rl, 'runs');
+  root.append(h('h2', null, 'Runs'));
+  const byDs = new Map();
+  for (const r of runs) {
+    const k = String(pick(r, 'dataset_version') ?? '—');
+    if (!byDs.has(k)) byDs.set(k, []);
+    byDs.get(k).push(r);
+  }
+  if (!byDs.size) root.append(h('p', { class: 'muted' }, 'No runs of this version yet.'));
+  for (const [k, list] of byDs) {
+    root.append(runsTable(list, { caption: `Dataset ${k}`, noStrategy: true }));
+  }
+
+  root.append(h('h2', null, 'Code'));
+  if (typeof v.code === 'string') {
+    root.append(h('pre', { class: 'code-view', tabindex: 0, 'aria-label': 'Strategy code' }, h('code', null, v.code)));
+  } else {
+    root.append(h('p', { class: 'muted' }, 'The code of a version is visible to its owner and to admins only.'));
+  }
+}
