@@ -15,3 +15,37 @@ $(BUILD)/libevaluator.a: $(EVAL_CORE_OBJS)
 $(BINDIR)/agenttest: $(CLI_OBJS) $(LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) -Wl,--start-group $(LIBS) -Wl,--end-group $(LDLIBS)
+
+# The job runner (evaluator/runner/, owned by the runs issue): everything but
+# main.c goes into librunner.a so tests/unit/runner/ links the same code.
+RUNNER_SRCS := $(filter-out %/main.c,$(shell find evaluator/runner -name '*.c' 2>/dev/null | sort))
+RUNNER_OBJS := $(call objs_of,$(RUNNER_SRCS))
+RUNNER_MAIN := $(BUILD)/evaluator/runner/main.o
+ALL_OBJS    += $(RUNNER_OBJS) $(RUNNER_MAIN)
+LIBS        := $(BUILD)/librunner.a $(LIBS)
+BINS        += $(BINDIR)/agenttest-runner
+
+$(BUILD)/librunner.a: $(RUNNER_OBJS)
+	@mkdir -p $(@D)
+	$(AR) rcs $@ $^
+
+$(BINDIR)/agenttest-runner: $(RUNNER_MAIN) $(LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(RUNNER_MAIN) -Wl,--start-group $(LIBS) -Wl,--end-group $(LDLIBS) -lpthread
+
+# libagenttest_eval.so: the same sources as libevaluator.a (plus common/) in a
+# shared library for the Python SDK and the tests (ctypes). Compiled apart with
+# -fvisibility=hidden so that only functions marked with a visibility("default")
+# attribute (CH_API in evaluator/challenges/challenges.h) are exported.
+EVAL_SHLIB      := $(BUILD)/libagenttest_eval.so
+EVAL_SHLIB_OBJS := $(patsubst %.c,$(BUILD)/shlib/%.o,$(EVAL_CORE_SRCS) $(call component_srcs,common))
+ALL_OBJS        += $(EVAL_SHLIB_OBJS)
+BINS            += $(EVAL_SHLIB)
+
+$(BUILD)/shlib/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fvisibility=hidden -MMD -MP -c $< -o $@
+
+$(EVAL_SHLIB): $(EVAL_SHLIB_OBJS)
+	@mkdir -p $(@D)
+	$(CC) -shared $(OPT) $(HARDEN_LDFLAGS) -o $@ $^ $(LDLIBS)
