@@ -1,0 +1,17 @@
+/*
+ * handlers.h: every resource handler, one file per resource under
+ * fcgi/handlers/. See fcgi/handler.h for the API and fcgi/routes.c for the
+ * table that binds them to methods and paths.
+ */
+#ifndef AGENTTEST_FCGI_HANDLERS_H
+#define AGENTTEST_FCGI_HANDLERS_H
+
+#include "fcgi/handler.h"
+
+/* health.c */
+void h_health(struct fcgi_ctx *c);
+
+/* metrics.c */
+void h_metrics(struct fcgi_ctx *c);
+
+#endif

@@ -1,0 +1,14 @@
+/*
+ * routes.c: the route table. One line per endpoint: method, path pattern
+ * ({name} segments are parameters), handler, who may call it, and what the
+ * body must be. See fcgi/handler.h ("Adding an endpoint").
+ */
+#include "fcgi/app.h"
+#include "fcgi/handlers/handlers.h"
+
+const struct fcgi_route fcgi_routes[] = {
+	{ HTTP_GET, "/health", h_health, ACCESS_PUBLIC, BODY_NONE },
+	{ HTTP_GET, "/metrics", h_metrics, ACCESS_ADMIN_OR_LOOPBACK, BODY_NONE },
+};
+
+const size_t fcgi_nroutes = sizeof fcgi_routes / sizeof fcgi_routes[0];
