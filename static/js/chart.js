@@ -82,7 +82,10 @@ export function chart(opts) {
     const plot = new UPlot({
       width,
       height: opts.height || 260,
-      scales: { x: { time: !!opts.time } },
+      // bars get half a slot of room at both ends, so the edge bars show whole
+      scales: { x: opts.series.some((q) => q.bars)
+        ? { time: false, range: (u, lo, hi) => [lo - 0.5, hi + 0.5] }
+        : { time: !!opts.time } },
       series,
       axes: [
         { stroke: '#4a5567', grid: { stroke: '#e4e8ee' } },

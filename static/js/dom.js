@@ -96,7 +96,7 @@ export function table(columns, rows, opts = {}) {
   }
   // A focusable, labelled scroll region: tables scroll sideways on their
   // own on a phone, never the page.
-  const label = opts.caption || opts.label || 'table';
+  const label = `${opts.caption || opts.label || 'Data'} (table)`;
   return h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': label }, t);
 }
 

@@ -28,6 +28,34 @@ export function unavailable(what) {
 
 /** runId(r): a run's id, whatever the key. */
 export const runId = (r) => pick(r, 'run_id', 'id');
+
+/** shortId(id): run ids are UUIDs; their first 8 characters name them on screen. */
+export function shortId(id) {
+  const s = String(id ?? '');
+  return /^[0-9a-f]{8}-[0-9a-f]{4}-/.test(s) ? s.slice(0, 8) : s;
+}
+
+/** intervalText(d): a dataset's bar interval ("1 min", "1 h", "1 d"). */
+export function intervalText(d) {
+  const ms = pick(d, 'interval_ms');
+  if (typeof ms === 'number' && ms > 0) {
+    if (ms % 86400000 === 0) return `${ms / 86400000} d`;
+    if (ms % 3600000 === 0) return `${ms / 3600000} h`;
+    if (ms % 60000 === 0) return `${ms / 60000} min`;
+    if (ms % 1000 === 0) return `${ms / 1000} s`;
+    return `${ms} ms`;
+  }
+  const v = pick(d, 'interval', 'bar_interval');
+  return v === undefined ? '—' : String(v);
+}
+
+/** datasetList(data) -> {list, defaultVersion} from GET /datasets. */
+export function datasetList(data) {
+  const list = Array.isArray(data) ? data : (data && data.datasets) || [];
+  const def = data && !Array.isArray(data) ? pick(data, 'default_version', 'default') : undefined;
+  const marked = list.find((d) => d.default === true || d.is_default === true);
+  return { list, defaultVersion: def !== undefined && def !== null ? String(def) : marked ? String(pick(marked, 'version', 'dataset_version')) : '' };
+}
 /** versionId(r): a strategy version id from a run/leaderboard/version object. */
 export const versionId = (r) => pick(r, 'strategy_version_id', 'version_id');
 
@@ -40,7 +68,7 @@ export function score(r) {
 /** runsTable(list, opts): the standard table of runs. */
 export function runsTable(list, opts = {}) {
   const cols = [
-    { label: 'Run', cell: (r) => link(`#/runs/${encodeURIComponent(runId(r))}`, `#${runId(r)}`) },
+    { label: 'Run', cell: (r) => link(`#/runs/${encodeURIComponent(runId(r))}`, shortId(runId(r)), { title: String(runId(r)) }) },
     { label: 'Status', cell: (r) => statusBadge(r.status) },
   ];
   if (!opts.noStrategy) {

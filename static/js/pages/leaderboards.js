@@ -6,7 +6,7 @@ import { api, post, qs, rows, available } from '../api.js';
 import { h, clear, table, link } from '../dom.js';
 import { num, ago, when } from '../format.js';
 import { announce, confirmDialog, whoAmI, isAdmin } from '../app.js';
-import { pageHead, pick, score, unavailable, versionId, runId, challengeMap } from './common.js';
+import { pageHead, pick, score, unavailable, versionId, runId, challengeMap, datasetList, shortId } from './common.js';
 
 /** currentDefaults(data) -> {byDataset: Map(dsv -> entry), history: []}. */
 export function currentDefaults(data) {
@@ -32,7 +32,8 @@ async function tabs(ctx, active) {
   ]);
   let challenges = {};
   if (chOk) challenges = challengeMap(await api('/api/challenges').catch(() => ({})));
-  const dsList = rows(ds, 'datasets').map((d) => String(pick(d, 'version', 'dataset_version')));
+  const { list: dsObjs, defaultVersion } = datasetList(ds);
+  const dsList = dsObjs.map((d) => String(pick(d, 'version', 'dataset_version')));
   const nav = h('nav', { 'aria-label': 'Leaderboards' });
   const ul = h('ul', { class: 'tabs' });
   for (const v of dsList) {
@@ -45,10 +46,10 @@ async function tabs(ctx, active) {
     ul.append(h('li', null, h('a', { href, 'aria-current': active === `challenge:${n}` ? 'page' : null }, n)));
   }
   nav.append(ul);
-  return { nav, dsList, challenges, chOk };
+  return { nav, dsList, defaultVersion, challenges, chOk };
 }
 
-async function datasetBoard(ctx, root, dsv) {
+async function datasetBoard(ctx, root, dsv, defaultVersion) {
   const [lb, defs] = await Promise.all([
     api(`/leaderboard${qs({ dataset_version: dsv, limit: 100 })}`),
     api('/defaults').catch((e) => { if (e.status === 401) throw e; return null; }),
@@ -56,9 +57,10 @@ async function datasetBoard(ctx, root, dsv) {
   ]);
   if (ctx.signal.aborted) return;
   const list = rows(lb, 'rows', 'leaderboard');
-  const effective = String(pick(lb || {}, 'dataset_version') ?? dsv ?? '');
+  // GET /leaderboard without a version answers for the server's default
+  const effective = String(dsv || (lb && !Array.isArray(lb) && lb.dataset_version) || defaultVersion || '');
   const { byDataset, history } = currentDefaults(defs);
-  const cur = byDataset.get(effective) || (byDataset.size === 1 && !dsv ? [...byDataset.values()][0] : null);
+  const cur = byDataset.get(effective) || null;
   const curVid = cur ? String(versionId(cur)) : null;
   const admin = isAdmin();
 
@@ -89,7 +91,7 @@ async function datasetBoard(ctx, root, dsv) {
     { label: 'CAGR', num: true, cell: (r) => num(pick(r, 'cagr') ?? (r.metrics || {}).cagr) },
     { label: 'Sharpe', num: true, cell: (r) => num(pick(r, 'sharpe') ?? (r.metrics || {}).sharpe) },
     { label: 'Max drawdown', num: true, cell: (r) => num(pick(r, 'max_drawdown') ?? (r.metrics || {}).max_drawdown) },
-    { label: 'Run', cell: (r) => link(`#/runs/${encodeURIComponent(runId(r))}`, `#${runId(r)}`) },
+    { label: 'Run', cell: (r) => link(`#/runs/${encodeURIComponent(runId(r))}`, shortId(runId(r)), { title: String(runId(r)) }) },
   ];
   if (admin !== false) {
     cols.push({
@@ -190,7 +192,7 @@ export async function render(ctx) {
     if (!t.chOk) return;
     await challengeBoard(ctx, box, name, t.challenges);
   } else if (!kind || kind === 'dataset') {
-    const effective = await datasetBoard(ctx, box, name || '');
+    const effective = await datasetBoard(ctx, box, name || '', t.defaultVersion);
     if (!kind && effective) {
       // no version in the URL: the API answered for its default; mark its tab
       const a = t.nav.querySelector(`a[href="#/leaderboards/dataset/${encodeURIComponent(effective)}"]`);

@@ -5,7 +5,7 @@ import { api, qs, rows } from '../api.js';
 import { h, clear, table, link } from '../dom.js';
 import { num, hash, when, statusBadge, ago, toDate, isActive } from '../format.js';
 import { poll } from '../poll.js';
-import { pageHead, pick, runsTable, unavailable } from './common.js';
+import { pageHead, pick, runsTable, unavailable, intervalText, datasetList } from './common.js';
 
 const HOUR = 3600 * 1000;
 
@@ -46,7 +46,7 @@ function queuePanel(counts, err) {
   return p;
 }
 
-function datasetsPanel(list, err) {
+function datasetsPanel(list, def, err) {
   const p = h('section', { class: 'panel', 'aria-labelledby': 'ov-datasets' }, h('h2', { id: 'ov-datasets' }, 'Datasets'));
   if (err) {
     p.append(err.status === 404 ? unavailable('Datasets') : h('p', { class: 'error' }, err.message));
@@ -56,10 +56,11 @@ function datasetsPanel(list, err) {
     { label: 'Version', cell: (d) => link(`#/leaderboards/dataset/${encodeURIComponent(pick(d, 'version', 'dataset_version'))}`, String(pick(d, 'version', 'dataset_version'))) },
     { label: 'Hash', cell: (d) => hash(pick(d, 'dataset_hash', 'hash')) },
     { label: 'Assets', cell: (d) => { const a = pick(d, 'assets'); return Array.isArray(a) ? `${a.length} (${a.slice(0, 4).join(', ')}${a.length > 4 ? ', …' : ''})` : num(a); } },
-    { label: 'Interval', cell: (d) => String(pick(d, 'interval', 'bar_interval', 'interval_ms') ?? '—') },
+    { label: 'Interval', cell: (d) => intervalText(d) },
     { label: 'Bars', num: true, cell: (d) => num(pick(d, 'bars', 'bar_count', 'n_bars')) },
     { label: 'Registered', cell: (d) => when(pick(d, 'registered_at', 'created_at')) },
   ], list, { caption: 'Registered dataset versions', empty: 'No dataset is registered yet.' }));
+  if (def) p.append(h('p', { class: 'small muted' }, 'Default dataset version: ', h('strong', null, def), '.'));
   return p;
 }
 
@@ -110,7 +111,8 @@ export async function render(ctx) {
     if (key === last) return 'same';
     last = key;
     clear(top).append(healthPanel(hl, hErr), queuePanel(queueCounts(runList), rErr));
-    clear(data).append(datasetsPanel(rows(ds, 'datasets'), dErr));
+    const dl0 = datasetList(ds);
+    clear(data).append(datasetsPanel(dl0.list, dl0.defaultVersion, dErr));
     const runsP = h('section', { class: 'panel', 'aria-labelledby': 'ov-runs' },
       h('div', { class: 'spread' }, h('h2', { id: 'ov-runs' }, 'Latest runs'), link('#/runs', 'All runs')));
     runsP.append(rErr ? h('p', { class: 'error' }, rErr.message) : runsTable(runList.slice(0, 8), { caption: 'Latest runs', empty: 'No runs yet. Submit a strategy and run it.' }));

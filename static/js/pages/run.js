@@ -9,7 +9,7 @@ import { num, when, secs, statusBadge, isActive, fullHash, label, bytes, toDate 
 import { chart, drawdown } from '../chart.js';
 import { poll } from '../poll.js';
 import { announce, confirmDialog } from '../app.js';
-import { pageHead, pick, versionId } from './common.js';
+import { pageHead, pick, versionId, shortId } from './common.js';
 
 /** parseEquity(data) -> {x: number[], equity: number[], time: bool}. Accepts
  * the JSON shapes {timestamps|t|ts, equity|values} or [{t|ts|timestamp, equity}],
@@ -71,7 +71,10 @@ function objectList(obj) {
 
 function auditPanel(audit) {
   const p = h('section', { class: 'panel', 'aria-labelledby': 'run-audit' }, h('h2', { id: 'run-audit' }, 'Causality audit'));
-  if (!audit) { p.append(h('p', { class: 'muted' }, 'No audit was recorded for this run.')); return p; }
+  if (!audit || (audit.requested === false && (audit.passed === null || audit.passed === undefined))) {
+    p.append(h('p', { class: 'muted', 'data-testid': 'audit-verdict' }, 'Not requested for this run.'));
+    return p;
+  }
   if (typeof audit !== 'object') { p.append(h('p', null, String(audit))); return p; }
   const passed = pick(audit, 'passed', 'ok');
   const st = pick(audit, 'status', 'result', 'verdict');
@@ -79,7 +82,13 @@ function auditPanel(audit) {
     : passed === false || st === 'failed' || st === 'fail' || st === 'lookahead_detected' ? 'failed' : String(st ?? 'not run');
   p.append(h('p', { 'data-testid': 'audit-verdict' }, h('span', { class: `badge ${verdict === 'passed' ? 'st-completed' : verdict === 'failed' ? 'st-failed' : 'st-unknown'}` },
     verdict === 'passed' ? 'passed: no look-ahead found' : verdict === 'failed' ? 'failed: past outputs change when the future is removed' : verdict)));
-  p.append(objectList(audit));
+  const rest = { ...audit };
+  delete rest.passed; delete rest.requested;
+  const report = rest.report;
+  delete rest.report;
+  if (Object.keys(rest).length) p.append(objectList(rest));
+  if (report && typeof report === 'object') p.append(h('h3', null, 'Report'), objectList(report));
+  else if (report) p.append(h('p', null, String(report)));
   return p;
 }
 
@@ -150,7 +159,8 @@ export async function render(ctx) {
   const badge = h('span', { 'data-testid': 'run-status', role: 'status' });
   const checked = h('span', { class: 'muted small' });
   const actions = h('div', { class: 'actions' });
-  const head = pageHead(ctx, `Run #${id}`);
+  const head = pageHead(ctx, `Run ${shortId(id)}`);
+  head.querySelector('h1').title = id;
   head.querySelector('h1').append(' ', badge);
   root.append(head, h('div', { class: 'row' }, actions, checked));
   const body = h('div');
@@ -184,7 +194,7 @@ export async function render(ctx) {
     btn.disabled = true;
     btn.textContent = 'Verifying…';
     try {
-      const res = await post(`/runs/${encodeURIComponent(id)}/verify`);
+      const res = await post(`/runs/${encodeURIComponent(id)}/verify`, { wait: 30 });
       const same = pick(res, 'identical', 'reproducible', 'ok', 'match');
       announce(same ? 'Verified: identical results' : 'Verification found a difference');
       run = await api(`/runs/${encodeURIComponent(id)}`);
@@ -205,8 +215,11 @@ export async function render(ctx) {
     const started = toDate(run.started_at);
     body.append(h('section', { class: 'panel', 'aria-label': 'Run details' }, dl([
       ['Strategy', vid !== undefined ? link(`#/versions/${encodeURIComponent(vid)}`, `${pick(run, 'strategy_name', 'name') || 'version'} #${vid}`) : null],
+      ['Run id', h('code', { class: 'hash full' }, String(run.run_id ?? id))],
       ['Dataset version', pick(run, 'dataset_version') !== undefined ? String(run.dataset_version) : null],
       ['Asset', pick(run, 'asset') !== undefined ? String(run.asset) : null],
+      ['Attempts', run.attempts > 1 ? String(run.attempts) : null],
+      ['Verification of', run.verify_of ? link(`#/runs/${encodeURIComponent(run.verify_of)}`, shortId(run.verify_of)) : null],
       ['Params', run.params ? h('code', null, JSON.stringify(run.params)) : null],
       ['Queued', when(pick(run, 'queued_at', 'created_at'))],
       ['Started', run.started_at ? when(run.started_at) : null],

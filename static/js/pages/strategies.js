@@ -24,7 +24,7 @@ export async function render(ctx) {
     { label: 'Strategy', cell: (s) => link(`#/strategies/${encodeURIComponent(pick(s, 'strategy_id', 'id'))}`, String(pick(s, 'name') || `strategy ${pick(s, 'strategy_id', 'id')}`)) },
     { label: 'Owner', cell: (s) => String(pick(s, 'owner', 'user', 'owner_name') ?? '—') },
     { label: 'Kind', cell: (s) => String(pick(s, 'kind', 'latest_kind') ?? (versionsOf(s).at(-1) || {}).kind ?? '—') },
-    { label: 'Versions', num: true, cell: (s) => num(pick(s, 'version_count', 'n_versions') ?? versionsOf(s).length) },
+    { label: 'Versions', num: true, cell: (s) => num(typeof s.versions === 'number' ? s.versions : pick(s, 'version_count', 'n_versions') ?? versionsOf(s).length) },
     {
       label: 'Latest version',
       cell: (s) => {

@@ -2,7 +2,7 @@
 import { api } from '../api.js';
 import { h, clear, table, link, dl } from '../dom.js';
 import { ago, hash, statusBadge, num } from '../format.js';
-import { pageHead, pick, score } from './common.js';
+import { pageHead, pick, score, shortId } from './common.js';
 import { versionsOf } from './strategies.js';
 
 export async function render(ctx) {
@@ -36,7 +36,7 @@ export async function render(ctx) {
   root.append(h('h2', null, 'Latest run per dataset'));
   root.append(table([
     { label: 'Dataset', cell: (r) => String(pick(r, 'dataset_version') ?? '—') },
-    { label: 'Run', cell: (r) => { const rid = pick(r, 'run_id', 'id'); return rid === undefined ? '—' : link(`#/runs/${encodeURIComponent(rid)}`, `#${rid}`); } },
+    { label: 'Run', cell: (r) => { const rid = pick(r, 'run_id', 'id'); return rid === undefined ? '—' : link(`#/runs/${encodeURIComponent(rid)}`, shortId(rid), { title: String(rid) }); } },
     { label: 'Version', cell: (r) => { const v = pick(r, 'strategy_version_id'); return v === undefined ? '—' : link(`#/versions/${encodeURIComponent(v)}`, `#${v}`); } },
     { label: 'Status', cell: (r) => statusBadge(r.status) },
     { label: 'Score', num: true, cell: (r) => num(score(r)) },

@@ -31,7 +31,7 @@ export async function render(ctx) {
   const kind = h('select', { name: 'template' },
     h('option', { value: 'simulate' }, 'simulate(prices, params) → equity'),
     h('option', { value: 'positions' }, 'positions(prices, params) → exposure per bar'));
-  const params = h('textarea', { name: 'params', rows: 3, class: 'code', spellcheck: 'false', placeholder: '{"window": 50}' });
+  const params = h('textarea', { name: 'params', rows: 3, class: 'mono', spellcheck: 'false', placeholder: '{"window": 50}' });
   params.value = startParams;
   const ed = editor({ label: 'Code (Python)', value: startCode });
   const formErr = h('p', { class: 'error', role: 'alert' });

@@ -4,17 +4,17 @@ import { api, post, qs, rows } from '../api.js';
 import { h, clear, field, link, dl } from '../dom.js';
 import { ago, fullHash } from '../format.js';
 import { navigate, announce } from '../app.js';
-import { pageHead, pick, runsTable, parseParams, runId } from './common.js';
+import { pageHead, pick, runsTable, parseParams, runId, datasetList } from './common.js';
 
 /** runForm(versionId, defaults, datasets) -> form element that queues a run. */
-function runForm(vid, version, datasets) {
+function runForm(vid, version, datasets, defaultVersion) {
   const dsSel = h('select', { name: 'dataset_version' });
   if (!datasets.length) dsSel.append(h('option', { value: '' }, 'server default'));
   for (const d of datasets) {
     const v = String(pick(d, 'version', 'dataset_version'));
-    dsSel.append(h('option', { value: v, selected: d.default === true || d.is_default === true }, v));
+    dsSel.append(h('option', { value: v, selected: v === defaultVersion }, v === defaultVersion ? `${v} (default)` : v));
   }
-  const params = h('textarea', { name: 'params', rows: 3, class: 'code', spellcheck: 'false', placeholder: '{}' });
+  const params = h('textarea', { name: 'params', rows: 3, class: 'mono', spellcheck: 'false', placeholder: '{}' });
   if (version.params && Object.keys(version.params).length) params.value = JSON.stringify(version.params, null, 2);
   const asset = h('input', { type: 'text', name: 'asset', autocomplete: 'off', placeholder: 'dataset default', maxlength: 32 });
   const audit = h('select', { name: 'audit' },
@@ -99,8 +99,8 @@ export async function render(ctx) {
     ['Params', v.params && Object.keys(v.params).length ? h('code', null, JSON.stringify(v.params)) : null],
   ])));
 
-  const datasets = rows(ds, 'datasets');
-  root.append(runForm(vid, v, datasets));
+  const { list: datasets, defaultVersion } = datasetList(ds);
+  root.append(runForm(vid, v, datasets, defaultVersion));
 
   const runs = rows(rl, 'runs');
   root.append(h('h2', null, 'Runs'));
