@@ -154,6 +154,10 @@ enum ds_err ds_writer_commit(struct ds_writer *w, char hash[65], struct ds_error
 /* Drop the temporary directory and free w. NULL is allowed. */
 void ds_writer_abort(struct ds_writer *w);
 
+/* Parse an ISO-8601 date ("2024-01-01") or date-time ("2024-01-01T00:00:00Z",
+ * offsets allowed, UTC without one) to ms since the epoch; 0 ok, -1 not valid. */
+int ds_parse_time(const char *s, int64_t *ms);
+
 /* Check a version label / asset name / field name against the rules above. */
 int ds_valid_label(const char *s);
 int ds_valid_asset(const char *s);

@@ -159,6 +159,11 @@ int ds__parse_iso8601(const char *s, int64_t *ms)
 	return 0;
 }
 
+int ds_parse_time(const char *s, int64_t *ms)
+{
+	return ds__parse_iso8601(s, ms);
+}
+
 struct csv_row {
 	int64_t ts;
 	double  price;
