@@ -14,11 +14,13 @@
 int cmd_db(int argc, char **argv);
 int cmd_token(int argc, char **argv);
 int cmd_dataset(int argc, char **argv);
+int cmd_data(int argc, char **argv);
 
 static const struct cli_command commands[] = {
 	{ "db", cmd_db, "database administration: migrate" },
 	{ "token", cmd_token, "API tokens: create, list, revoke" },
 	{ "dataset", cmd_dataset, "dataset registry in the database: register, list" },
+	{ "data", cmd_data, "dataset files: synth, import, verify, info" },
 	{ NULL, NULL, NULL },
 };
 
