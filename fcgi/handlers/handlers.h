@@ -14,4 +14,11 @@ void h_health(struct fcgi_ctx *c);
 /* metrics.c */
 void h_metrics(struct fcgi_ctx *c);
 
+/* me.c, tokens.c (dashboard: identity, own tokens, users for admins) */
+void h_me(struct fcgi_ctx *c);
+void h_tokens_list(struct fcgi_ctx *c);
+void h_tokens_create(struct fcgi_ctx *c);
+void h_tokens_revoke(struct fcgi_ctx *c);
+void h_users_list(struct fcgi_ctx *c);
+
 #endif

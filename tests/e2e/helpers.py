@@ -1,0 +1,32 @@
+"""Assertions shared by the end-to-end tests."""
+
+SECURITY_HEADERS = {
+    "Cache-Control": "no-store",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def assert_security_headers(resp):
+    """Every response (API, static, nginx's own errors) carries these."""
+    for name, want in SECURITY_HEADERS.items():
+        got = resp.header(name)
+        assert got is not None, f"missing {name} on {resp!r}"
+        assert want in got, f"{name}: {got!r}"
+    csp = resp.header("Content-Security-Policy")
+    assert csp and "frame-ancestors 'none'" in csp, csp
+    assert "unsafe-inline" not in csp and "unsafe-eval" not in csp, csp
+
+
+def assert_error(resp, status, code):
+    """RESP is the JSON error body {"error","code","detail"} with STATUS/CODE."""
+    assert resp.status == status, resp
+    assert resp.content_type == "application/json", resp.header("Content-Type")
+    body = resp.json()
+    assert set(body) >= {"error", "code", "detail"}, body
+    assert body["code"] == code, body
+    assert isinstance(body["error"], str) and body["error"], body
+    assert isinstance(body["detail"], str) and body["detail"], body
+    assert b"<html" not in resp.body.lower()
+    return body

@@ -1,0 +1,91 @@
+"""The pool survives its workers dying and MariaDB restarting; nginx turns a
+missing pool into a JSON 502. These tests disturb their stack, so they run
+on their own ("resilience"), in file order."""
+
+import os
+import signal
+import time
+
+import pytest
+
+from helpers import assert_error
+
+
+@pytest.fixture(scope="module")
+def rstack(stack_factory):
+    return stack_factory("resilience", AGENTTEST_WORKERS=2)
+
+
+def wait_until(pred, timeout, step=0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = pred()
+        if value:
+            return value
+        time.sleep(step)
+    return pred()
+
+
+def test_sigkill_worker_is_replaced(rstack):
+    master = rstack.pid("pool")
+    before = wait_until(lambda: rstack.worker_pids() if len(rstack.worker_pids()) == 2 else None, 10)
+    assert before and len(before) == 2, before
+    victim = min(before)
+    os.kill(victim, signal.SIGKILL)
+
+    # Keep requesting: at most a moment of failures (a request the victim
+    # held), never a sustained outage.
+    failures, first_ok_after_fail, t0 = [], None, time.monotonic()
+    while time.monotonic() - t0 < 3:
+        try:
+            r = rstack.get("/health", timeout=2)
+            ok = r.status == 200
+        except OSError:
+            ok = False
+        if not ok:
+            failures.append(time.monotonic() - t0)
+    assert len(failures) <= 2, failures
+    assert all(t < 1.0 for t in failures), failures
+
+    after = wait_until(lambda: rstack.worker_pids() if len(rstack.worker_pids()) == 2 else None, 10)
+    assert after and len(after) == 2, after
+    assert victim not in after
+    assert rstack.pid("pool") == master
+    assert all(rstack.get("/health").status == 200 for _ in range(50))
+
+
+def test_mariadb_down_then_recovers_without_pool_restart(rstack):
+    master = rstack.pid("pool")
+    workers = rstack.worker_pids()
+    rstack.wait_health(200)
+
+    r = rstack.stack_sh("db-stop")
+    assert r.returncode == 0, r.stderr
+    down = rstack.wait_health(503, timeout=10)
+    assert_error_free_health(down)
+
+    r = rstack.stack_sh("db-start")
+    assert r.returncode == 0, r.stderr
+    up = rstack.wait_health(200, timeout=20)
+    assert up.json()["db"] == "ok"
+    assert rstack.pid("pool") == master, "the pool was restarted"
+    assert rstack.worker_pids() == workers, "workers were replaced instead of reconnecting"
+    # Token lookups need the database too: they work again.
+    token = rstack.create_token(role="admin")
+    assert rstack.get("/metrics", token=token, source="127.0.0.2").status == 200
+
+
+def assert_error_free_health(r):
+    body = r.json()
+    assert r.status == 503
+    assert body["ok"] is False and body["db"] == "down", body
+    assert set(body) <= {"ok", "status", "db", "version"}, body
+
+
+def test_pool_down_gives_json_502(rstack):
+    # Last in this file: it takes the pool away.
+    master = rstack.pid("pool")
+    os.kill(master, signal.SIGTERM)
+    assert wait_until(lambda: not os.path.exists(f"/proc/{master}"), 30), "pool did not stop"
+    r = rstack.get("/health")
+    assert_error(r, 502, "unavailable")

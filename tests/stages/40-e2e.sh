@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# End-to-end tests (pytest, tests/e2e/) against real stacks that
+# tests/e2e/conftest.py starts with scripts/stack.sh in temporary
+# directories: nginx → FastCGI pool → private MariaDB. Builds nothing:
+# `make test` built bin/ first (AGENTTEST_BIN selects another build).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PYTHON=${PYTHON:-/usr/bin/python3}
+for b in agenttest agenttest-fcgi; do
+  [ -x "${AGENTTEST_BIN:-bin}/$b" ] || { echo "40-e2e: ${AGENTTEST_BIN:-bin}/$b missing (make build)"; exit 1; }
+done
+exec "$PYTHON" -m pytest -q -p no:cacheprovider tests/e2e \
+  --junitxml="$AGENTTEST_JUNIT_DIR/e2e.xml" -o junit_suite_name=e2e "$@"
