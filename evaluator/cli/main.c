@@ -15,12 +15,14 @@ int cmd_db(int argc, char **argv);
 int cmd_token(int argc, char **argv);
 int cmd_dataset(int argc, char **argv);
 int cmd_data(int argc, char **argv);
+int cmd_backtest(int argc, char **argv);
 
 static const struct cli_command commands[] = {
 	{ "db", cmd_db, "database administration: migrate" },
 	{ "token", cmd_token, "API tokens: create, list, revoke" },
 	{ "dataset", cmd_dataset, "dataset registry in the database: register, list" },
 	{ "data", cmd_data, "dataset files: synth, import, verify, info" },
+	{ "backtest", cmd_backtest, "run a strategy over a dataset: metrics, hashes, audit" },
 	{ NULL, NULL, NULL },
 };
 

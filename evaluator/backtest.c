@@ -1,0 +1,626 @@
+/*
+ * backtest: orchestration of one run (see backtest.h).
+ *
+ * Theory of operation: one strategy host per run, driven strictly
+ * request/response over protocol.h frames: READY ← ; LOAD → LOADED ← ;
+ * DATA → ; RUN → OUTPUT ← (once for the full series, then once per audit
+ * check); BYE → ; then sbx_finish for the verdict. Every reply is checked
+ * against the request (type, bar count, byte count) before its body is
+ * read. A failure in the middle records the protocol status and the host is
+ * killed; the final error is decided after the verdict is in, because an
+ * EOF means different things when the sandbox reports a timeout, a memory
+ * kill or a forbidden system call. Buffers: the equity and (for positions)
+ * the raw and clamped positions, n doubles each, plus one n-double scratch
+ * for the audit; nothing per bar is allocated.
+ */
+#include "evaluator/backtest.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "evaluator/canon_json.h"
+#include "evaluator/protocol.h"
+#include "evaluator/pyrepr.h"
+#include "xalloc.h"
+
+#define BT_DEFAULT_CPU_S 60.0
+
+struct bt_ctx {
+	const struct bt_request *rq;
+	struct bt_result        *res;
+	struct sbx_run           run;
+	int                      started;
+	struct proto_conn        conn;
+	struct buf               meta;
+	enum proto_status        proto_fail; /* PROTO_OK: none */
+	const char              *phase;
+	uint16_t                 fail_type;
+	double                  *raw;        /* the full run's raw output */
+	double                  *scratch;
+};
+
+static const char *const bt_kind_names[BT_KIND__MAX] = { "auto", "simulate", "positions" };
+
+const char *bt_kind_name(enum bt_kind k)
+{
+	return (unsigned)k < BT_KIND__MAX ? bt_kind_names[k] : "unknown";
+}
+
+int bt_kind_parse(const char *s)
+{
+	for (int i = 0; i < BT_KIND__MAX; i++)
+		if (strcmp(s, bt_kind_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* Record error e with a message unless an error is already recorded. */
+static void __attribute__((format(printf, 3, 4))) bt_fail(struct bt_ctx *c, enum ev_err e, const char *fmt, ...)
+{
+	if (c->res->err != EV_OK)
+		return;
+	c->res->err = e;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->res->detail, sizeof c->res->detail, fmt, ap);
+	va_end(ap);
+}
+
+/* Add key → value to the error's extra fields. */
+static void bt_extra(struct bt_ctx *c, const char *key, json_object *v)
+{
+	if (!c->res->extra)
+		c->res->extra = json_object_new_object();
+	json_object_object_add(c->res->extra, key, v);
+}
+
+/* Record a bar-indexed error (bad output, look-ahead). */
+static void bt_fail_bar(struct bt_ctx *c, enum ev_err e, size_t bar, const char *msg)
+{
+	if (c->res->err != EV_OK)
+		return;
+	bt_fail(c, e, "%s", msg);
+	bt_extra(c, "bar", json_object_new_int64((int64_t)bar));
+}
+
+/* Record a protocol failure (resolved against the verdict at the end). */
+static void bt_proto_fail(struct bt_ctx *c, enum proto_status st, uint16_t type)
+{
+	if (c->res->err != EV_OK || c->proto_fail != PROTO_OK)
+		return;
+	c->proto_fail = st;
+	c->fail_type = type;
+}
+
+/* Parse reply meta text as a JSON object (NULL if it is not one). */
+static json_object *bt_meta_obj(struct bt_ctx *c)
+{
+	if (c->meta.len == 0)
+		return json_object_new_object();
+	json_object *o = NULL;
+	char err[128];
+	if (cj_parse(c->meta.data, c->meta.len, &o, err, sizeof err) < 0 || !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* String member of o, or def (only strings up to max bytes). */
+static const char *bt_str(json_object *o, const char *key, const char *def, size_t max)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string) ||
+	    (size_t)json_object_get_string_len(v) > max)
+		return def;
+	return json_object_get_string(v);
+}
+
+/* Non-negative finite number member of o, or -1. */
+static double bt_num(json_object *o, const char *key)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(o, key, &v) ||
+	    !(json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)))
+		return -1;
+	double d = json_object_get_double(v);
+	return isfinite(d) && d >= 0 ? d : -1;
+}
+
+/* Turn an ERROR frame's meta into the run's error. */
+static void bt_host_error(struct bt_ctx *c)
+{
+	json_object *m = bt_meta_obj(c);
+	if (!m) {
+		bt_proto_fail(c, PROTO_MALFORMED, PROTO_ERROR);
+		return;
+	}
+	const char *code = bt_str(m, "code", "strategy_error", 64);
+	const char *type = bt_str(m, "type", "Exception", 128);
+	const char *msg = bt_str(m, "message", "", 4096);
+	enum ev_err e = strcmp(code, "bad_output") == 0 ? EV_BAD_OUTPUT :
+			strcmp(code, "internal") == 0 ? EV_INTERNAL : EV_STRATEGY_ERROR;
+	if (e == EV_BAD_OUTPUT)
+		bt_fail(c, e, "%s", msg);
+	else
+		bt_fail(c, e, "%s: %s", type, msg);
+	json_object *ex = json_object_new_object();
+	json_object_object_add(ex, "type", json_object_new_string(type));
+	json_object_object_add(ex, "message", json_object_new_string(msg));
+	json_object *tb = json_object_new_array(), *lines;
+	if (json_object_object_get_ex(m, "traceback", &lines) && json_object_is_type(lines, json_type_array)) {
+		size_t n = json_object_array_length(lines);
+		for (size_t i = n > 40 ? n - 40 : 0; i < n; i++) {
+			json_object *l = json_object_array_get_idx(lines, i);
+			if (json_object_is_type(l, json_type_string) && json_object_get_string_len(l) <= 1024)
+				json_object_array_add(tb, json_object_new_string(json_object_get_string(l)));
+		}
+	}
+	json_object_object_add(ex, "traceback", tb);
+	bt_extra(c, "exception", ex);
+	bt_extra(c, "phase", json_object_new_string(c->phase));
+	json_object_put(m);
+}
+
+/*
+ * Receive the reply to the last request: `want` (body read into body, at
+ * most body_cap bytes) or an ERROR. Returns 0 with *h filled for `want`,
+ * -1 when an error has been recorded.
+ */
+static int bt_reply(struct bt_ctx *c, uint16_t want, struct proto_hdr *h, void *body, uint32_t body_cap)
+{
+	enum proto_status st = proto_recv(&c->conn, h, &c->meta, body, PROTO_MAX_META_IN, body_cap);
+	if (st == PROTO_TOO_BIG && h->type == PROTO_OUTPUT && want == PROTO_OUTPUT) {
+		bt_fail(c, EV_BAD_OUTPUT, "the strategy returned %u values for %u prices",
+			h->body_len / 8, body_cap / 8);
+		return -1;
+	}
+	if (st != PROTO_OK) {
+		bt_proto_fail(c, st, h->type);
+		return -1;
+	}
+	if (h->type == PROTO_ERROR && h->body_len == 0) {
+		bt_host_error(c);
+		return -1;
+	}
+	if (h->type != want) {
+		bt_proto_fail(c, PROTO_MALFORMED, h->type);
+		return -1;
+	}
+	return 0;
+}
+
+/* Send a request; 0 or -1 (failure recorded). */
+static int bt_send(struct bt_ctx *c, uint16_t type, const char *meta, const void *body, size_t body_len)
+{
+	enum proto_status st = proto_send(&c->conn, type, meta, meta ? strlen(meta) : 0, body, body_len);
+	if (st != PROTO_OK) {
+		bt_proto_fail(c, st, type);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Call the strategy on prices[0..bars) (last price replaced by `last` unless
+ * it is NaN) and read its output into out. 0 or -1 (failure recorded).
+ */
+static int bt_call(struct bt_ctx *c, size_t bars, double last, double *out)
+{
+	struct buf m = BUF_INIT;
+	buf_printf(&m, "{\"bars\":%zu,", bars);
+	if (!isnan(last)) {
+		buf_puts(&m, "\"last\":");
+		cj_write_double(&m, last);
+		buf_putc(&m, ',');
+	}
+	buf_puts(&m, "\"params\":");
+	buf_puts(&m, c->rq->params_json ? c->rq->params_json : "{}");
+	buf_putc(&m, '}');
+	int rc = bt_send(c, PROTO_RUN, m.data, NULL, 0);
+	buf_free(&m);
+	if (rc < 0)
+		return -1;
+	struct proto_hdr h;
+	if (bt_reply(c, PROTO_OUTPUT, &h, out, (uint32_t)(bars * 8)) < 0)
+		return -1;
+	if (h.body_len != bars * 8) {
+		bt_fail(c, EV_BAD_OUTPUT, "the strategy returned %u values for %zu prices", h.body_len / 8, bars);
+		return -1;
+	}
+	json_object *mo = bt_meta_obj(c);
+	double hs = mo ? bt_num(mo, "host_s") : -1;
+	json_object_put(mo);
+	if (hs >= 0 && hs < 1e6)
+		c->res->timing.host_s += hs;
+	return 0;
+}
+
+/* Validate a simulate equity curve: finite, > 0, first value exactly 1.0. */
+static int bt_check_equity(struct bt_ctx *c, const double *E, size_t n)
+{
+	char v[PYREPR_MAX], msg[160];
+	for (size_t i = 0; i < n; i++) {
+		if (isfinite(E[i]) && E[i] > 0 && (i > 0 || E[0] == 1.0))
+			continue;
+		pyrepr_double(E[i], v);
+		if (!isfinite(E[i]))
+			snprintf(msg, sizeof msg, "equity[%zu] = %s is not finite", i, v);
+		else if (!(E[i] > 0))
+			snprintf(msg, sizeof msg, "equity[%zu] = %s is not > 0", i, v);
+		else
+			snprintf(msg, sizeof msg, "equity[0] = %s; the curve must start at 1.0", v);
+		bt_fail_bar(c, EV_BAD_OUTPUT, i, msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* First index in [0, n) where a and b differ bitwise, or n. */
+static size_t bt_first_diff(const double *a, const double *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (memcmp(&a[i], &b[i], sizeof a[i]) != 0)
+			return i;
+	return n;
+}
+
+/* Record an audit failure at (cut, bar) from check `what`. */
+static void bt_audit_fail(struct bt_ctx *c, const char *what, size_t cut, size_t bar)
+{
+	struct bt_audit *a = &c->res->audit;
+	a->passed = 0;
+	a->fail_cut = cut;
+	a->first_diff = bar;
+	snprintf(a->check, sizeof a->check, "%s", what);
+	char msg[256];
+	if (strcmp(what, "prefix") == 0)
+		snprintf(msg, sizeof msg, "output at bar %zu changes when the bars from %zu on are removed: "
+			 "the strategy uses future prices", bar, cut);
+	else
+		snprintf(msg, sizeof msg, "the exposure over bar %zu depends on that bar's own price "
+			 "(same-bar look-ahead)", bar);
+	bt_fail_bar(c, EV_LOOKAHEAD, bar, msg);
+	bt_extra(c, "cut", json_object_new_int64((int64_t)cut));
+	bt_extra(c, "check", json_object_new_string(what));
+}
+
+/* The last-bar check (b) at cut (see backtest.h). 0 passed, -1 failed or error. */
+static int bt_audit_last_bar(struct bt_ctx *c, size_t cut)
+{
+	static const double R[4] = { -0.10, -0.01, 0.01, 0.10 };
+	const double *p = c->rq->prices;
+	double base = p[cut - 2], e0 = c->raw[cut - 2];
+	if (!(isfinite(base) && base > 0 && isfinite(e0) && e0 > 0))
+		return 0;
+	double g[4], r[4];
+	for (int j = 0; j < 4; j++) {
+		double last = base * (1 + R[j]);
+		if (bt_call(c, cut, last, c->scratch) < 0)
+			return -1;
+		c->res->audit.runs++;
+		size_t d = bt_first_diff(c->scratch, c->raw, cut - 1);
+		if (d < cut - 1) {
+			bt_audit_fail(c, "prefix", cut - 1, d);
+			return -1;
+		}
+		g[j] = c->scratch[cut - 1] / e0;
+		r[j] = last / base - 1;
+		if (!isfinite(g[j])) {
+			bt_audit_fail(c, "last_bar", cut, cut - 1);
+			return -1;
+		}
+	}
+	double s1 = (g[1] - g[0]) / (r[1] - r[0]);
+	for (int j = 2; j < 4; j++) {
+		double sj = (g[j] - g[0]) / (r[j] - r[0]);
+		if (!(fabs(sj - s1) <= BT_AUDIT_EXPOSURE_TOL)) {
+			bt_audit_fail(c, "last_bar", cut, cut - 1);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* splitmix64 step. */
+static uint64_t bt_mix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* qsort comparator for size_t. */
+static int bt_cmp_size(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+size_t bt_audit_cuts(size_t n, uint64_t seed, size_t cuts[BT_MAX_CUTS])
+{
+	if (n < 2)
+		return 0;
+	size_t cand[BT_MAX_CUTS] = { n / 4, n / 2, 3 * n / 4 };
+	uint64_t s = seed;
+	for (int i = 3; i < BT_MAX_CUTS; i++)
+		cand[i] = 1 + (size_t)(bt_mix(&s) % (n - 1));
+	qsort(cand, BT_MAX_CUTS, sizeof cand[0], bt_cmp_size);
+	size_t k = 0;
+	for (int i = 0; i < BT_MAX_CUTS; i++)
+		if (cand[i] >= 1 && cand[i] < n && (k == 0 || cuts[k - 1] != cand[i]))
+			cuts[k++] = cand[i];
+	return k;
+}
+
+/* The causality audit over the cut points. */
+static void bt_audit(struct bt_ctx *c)
+{
+	struct bt_audit *a = &c->res->audit;
+	double t0 = proto_now();
+	a->performed = 1;
+	a->passed = 1;
+	a->n_cuts = bt_audit_cuts(c->rq->n, c->rq->audit_seed, a->cuts);
+	c->phase = "audit";
+	c->scratch = xcalloc(c->rq->n, sizeof *c->scratch);
+	for (size_t i = 0; i < a->n_cuts && c->res->err == EV_OK && c->proto_fail == PROTO_OK; i++) {
+		size_t cut = a->cuts[i];
+		if (bt_call(c, cut, NAN, c->scratch) < 0)
+			break;
+		a->runs++;
+		size_t d = bt_first_diff(c->scratch, c->raw, cut);
+		if (d < cut) {
+			bt_audit_fail(c, "prefix", cut, d);
+			break;
+		}
+		if (c->res->kind == BT_KIND_SIMULATE && cut >= 2 && bt_audit_last_bar(c, cut) < 0)
+			break;
+	}
+	if (c->res->err != EV_OK || c->proto_fail != PROTO_OK)
+		a->passed = 0;
+	c->res->timing.audit_s = proto_now() - t0;
+}
+
+/* Start the host and read READY. 0 or -1. */
+static int bt_start(struct bt_ctx *c, double t0)
+{
+	struct sbx_spec spec = c->rq->sbx;
+	struct sbx_limits *l = &spec.limits;
+	if (l->output_bytes == 0) {
+		/* the full run, every audit call, and room for logs */
+		uint64_t per = (uint64_t)c->rq->n * 8;
+		l->output_bytes = per * (c->rq->audit ? 1 + 5 * BT_MAX_CUTS : 1) + (64u << 20);
+	}
+	char err[256];
+	if (sbx_start(&spec, &c->run, err, sizeof err) < 0) {
+		bt_fail(c, EV_INTERNAL, "cannot start the strategy host: %s", err);
+		return -1;
+	}
+	c->started = 1;
+	double cpu = l->cpu_seconds > 0 ? l->cpu_seconds : BT_DEFAULT_CPU_S;
+	double wall = l->wall_seconds > 0 ? l->wall_seconds : 2 * cpu;
+	proto_conn_init(&c->conn, c->run.to_host, c->run.from_host, c->run.log_fd, t0 + wall + 5);
+	c->phase = "start";
+	struct proto_hdr h;
+	if (bt_reply(c, PROTO_READY, &h, NULL, 0) < 0)
+		return -1;
+	json_object *m = bt_meta_obj(c), *v;
+	int ok = m && json_object_object_get_ex(m, "protocol", &v) && json_object_get_int(v) == PROTO_VERSION;
+	json_object_put(m);
+	if (!ok) {
+		bt_proto_fail(c, PROTO_MALFORMED, PROTO_READY);
+		return -1;
+	}
+	c->res->timing.startup_s = proto_now() - t0;
+	return 0;
+}
+
+/* LOAD the code and learn its kind. 0 or -1. */
+static int bt_load(struct bt_ctx *c)
+{
+	c->phase = "load";
+	char meta[96];
+	snprintf(meta, sizeof meta, "{\"kind\":\"%s\",\"filename\":\"strategy.py\"}", bt_kind_name(c->rq->kind));
+	if (bt_send(c, PROTO_LOAD, meta, c->rq->code, c->rq->code_len) < 0)
+		return -1;
+	struct proto_hdr h;
+	if (bt_reply(c, PROTO_LOADED, &h, NULL, 0) < 0)
+		return -1;
+	json_object *m = bt_meta_obj(c);
+	int k = m ? bt_kind_parse(bt_str(m, "kind", "", 32)) : -1;
+	double ls = m ? bt_num(m, "load_s") : -1;
+	json_object_put(m);
+	if (k <= BT_KIND_AUTO || (c->rq->kind != BT_KIND_AUTO && (enum bt_kind)k != c->rq->kind)) {
+		bt_proto_fail(c, PROTO_MALFORMED, PROTO_LOADED);
+		return -1;
+	}
+	c->res->kind = (enum bt_kind)k;
+	if (ls >= 0 && ls < 1e6)
+		c->res->timing.load_s = ls;
+	return 0;
+}
+
+/* The full run: send the prices, get the output, build the equity. */
+static int bt_full(struct bt_ctx *c)
+{
+	const struct bt_request *rq = c->rq;
+	struct bt_result *res = c->res;
+	char meta[64];
+	snprintf(meta, sizeof meta, "{\"bars\":%zu}", rq->n);
+	c->phase = "run";
+	if (bt_send(c, PROTO_DATA, meta, rq->prices, rq->n * 8) < 0)
+		return -1;
+	c->raw = xcalloc(rq->n, sizeof *c->raw);
+	if (bt_call(c, rq->n, NAN, c->raw) < 0)
+		return -1;
+	res->equity = xcalloc(rq->n, sizeof *res->equity);
+	if (res->kind == BT_KIND_SIMULATE) {
+		memcpy(res->equity, c->raw, rq->n * sizeof *c->raw);
+		return bt_check_equity(c, res->equity, rq->n);
+	}
+	res->positions = xcalloc(rq->n, sizeof *res->positions);
+	memcpy(res->positions, c->raw, rq->n * sizeof *c->raw);
+	enum ev_err e = engine_run(&rq->engine, rq->prices, res->positions, rq->n, res->equity, &res->engine);
+	if (e != EV_OK) {
+		char v[PYREPR_MAX], msg[128];
+		pyrepr_double(c->raw[res->engine.bad_index], v);
+		snprintf(msg, sizeof msg, "position[%zu] = %s is not finite", res->engine.bad_index, v);
+		bt_fail_bar(c, e, res->engine.bad_index, msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* Map a verdict that explains a failure to an error; EV_OK if it does not. */
+static enum ev_err bt_verdict_err(const struct sbx_verdict *v)
+{
+	switch (v->status) {
+	case SBX_TO: return EV_TIMEOUT;
+	case SBX_ML: return EV_MEMORY_LIMIT;
+	case SBX_SY: return EV_FORBIDDEN_SYSCALL;
+	case SBX_OL: return EV_OUTPUT_LIMIT;
+	case SBX_SG: return EV_CRASHED;
+	case SBX_XX: return EV_INTERNAL;
+	default: return EV_OK;
+	}
+}
+
+/* Stop the host, collect the verdict, settle the final error. */
+static void bt_finish(struct bt_ctx *c)
+{
+	struct bt_result *res = c->res;
+	int failed = res->err != EV_OK || c->proto_fail != PROTO_OK;
+	if (!c->started)
+		return;
+	if (!failed && proto_send(&c->conn, PROTO_BYE, NULL, 0, NULL, 0) != PROTO_OK)
+		failed = 1;
+	if (failed)
+		sbx_kill(&c->run);
+	/* the host's last words (its stderr) before the pipes go */
+	proto_drain_log(&c->conn, failed ? 0.5 : 2.0);
+	if (sbx_finish(&c->run, &res->verdict) < 0)
+		res->verdict.status = SBX_XX;
+	size_t keep = c->conn.log.len < sizeof res->log_tail - 1 ? c->conn.log.len : sizeof res->log_tail - 1;
+	if (keep)
+		memcpy(res->log_tail, c->conn.log.data + c->conn.log.len - keep, keep);
+	res->log_tail[keep] = '\0';
+	enum ev_err ve = bt_verdict_err(&res->verdict);
+	const struct sbx_verdict *v = &res->verdict;
+	if (res->err == EV_OK && c->proto_fail == PROTO_OK && v->status != SBX_OK) {
+		/* complete answers, then a bad end: still a failed run */
+		if (ve == EV_OK)
+			ve = EV_CRASHED;
+		bt_fail(c, ve, "the strategy host ended badly: %s%s%s", sbx_status_code(v->status),
+			v->message[0] ? ": " : "", v->message);
+		return;
+	}
+	if (c->proto_fail == PROTO_OK)
+		return;
+	if (ve != EV_OK && !(failed && v->status == SBX_SG && c->proto_fail != PROTO_EOF)) {
+		if (ve == EV_CRASHED)
+			bt_fail(c, ve, "the strategy host was killed by signal %d during %s", v->exit_signal, c->phase);
+		else if (ve == EV_FORBIDDEN_SYSCALL)
+			bt_fail(c, ve, "forbidden system call %s during %s", v->syscall_name, c->phase);
+		else
+			bt_fail(c, ve, "%s during %s%s%s", ev_strerror(ve), c->phase, v->message[0] ? ": " : "", v->message);
+		return;
+	}
+	switch (c->proto_fail) {
+	case PROTO_TIMEOUT:
+		bt_fail(c, EV_TIMEOUT, "no answer from the strategy host within the wall-clock limit (%s)", c->phase);
+		break;
+	case PROTO_EOF:
+		bt_fail(c, EV_CRASHED, "the strategy host exited (status %s, exit code %d) without answering during %s",
+			sbx_status_code(v->status), v->exit_code, c->phase);
+		break;
+	case PROTO_TOO_BIG:
+		bt_fail(c, EV_OUTPUT_LIMIT, "the strategy host sent a frame (type 0x%02x) larger than allowed", c->fail_type);
+		break;
+	case PROTO_MALFORMED:
+		bt_fail(c, EV_BAD_OUTPUT, "the strategy host broke the protocol (frame type 0x%02x during %s)",
+			c->fail_type, c->phase);
+		break;
+	default:
+		bt_fail(c, EV_INTERNAL, "talking to the strategy host: %s", proto_status_str(c->proto_fail));
+	}
+}
+
+/* Metrics, positions figures, the non-finite check. */
+static void bt_metrics(struct bt_ctx *c)
+{
+	struct bt_result *res = c->res;
+	metrics_compute(res->equity, res->n, c->rq->bars_per_year, &res->metrics);
+	if (res->kind == BT_KIND_POSITIONS)
+		metrics_add_positions(&res->metrics, &res->engine.pos);
+	int bad = metrics_first_non_finite(&res->metrics);
+	if (bad >= 0) {
+		char v[PYREPR_MAX];
+		pyrepr_double(res->metrics.v[bad], v);
+		bt_fail(c, EV_NON_FINITE_METRIC, "metric %s is not finite (%s)", metric_name((enum metric_id)bad), v);
+		bt_extra(c, "metric", json_object_new_string(metric_name((enum metric_id)bad)));
+	}
+}
+
+/* Check the request's own fields. 0 or -1. */
+static int bt_validate(struct bt_ctx *c)
+{
+	const struct bt_request *rq = c->rq;
+	char msg[128];
+	if (rq->n < 1 || rq->n > (PROTO_MAX_BODY / 8))
+		bt_fail(c, EV_DATASET, "the price series has %zu bars (1..%u allowed)", rq->n, PROTO_MAX_BODY / 8);
+	else if (rq->code_len > BT_MAX_CODE)
+		bt_fail(c, EV_INVALID_FIELD, "strategy source is %zu bytes (at most %u)", rq->code_len, BT_MAX_CODE);
+	else if ((unsigned)rq->kind >= BT_KIND__MAX)
+		bt_fail(c, EV_INVALID_FIELD, "unknown strategy kind");
+	else if (!(rq->bars_per_year > 0 && isfinite(rq->bars_per_year)))
+		bt_fail(c, EV_DATASET, "the dataset has no usable bar interval");
+	else if (!engine_cfg_valid(&rq->engine, msg, sizeof msg))
+		bt_fail(c, EV_INVALID_FIELD, "%s", msg);
+	return c->res->err == EV_OK ? 0 : -1;
+}
+
+enum ev_err bt_run(const struct bt_request *rq, struct bt_result *res)
+{
+	double t0 = proto_now();
+	memset(res, 0, sizeof *res);
+	res->n = rq->n;
+	struct bt_ctx c = { .rq = rq, .res = res, .phase = "start" };
+	if (bt_validate(&c) == 0 && bt_start(&c, t0) == 0 && bt_load(&c) == 0 && bt_full(&c) == 0 && rq->audit)
+		bt_audit(&c);
+	bt_finish(&c);
+	if (res->err == EV_OK)
+		bt_metrics(&c);
+	proto_conn_free(&c.conn);
+	buf_free(&c.meta);
+	free(c.raw);
+	free(c.scratch);
+	res->timing.total_s = proto_now() - t0;
+	return res->err;
+}
+
+void bt_result_free(struct bt_result *res)
+{
+	free(res->equity);
+	free(res->positions);
+	json_object_put(res->extra);
+	res->equity = res->positions = NULL;
+	res->extra = NULL;
+}
+
+json_object *bt_error_json(const struct bt_result *res)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "error", json_object_new_string(res->detail));
+	json_object_object_add(o, "code", json_object_new_string(ev_errcode(res->err)));
+	json_object_object_add(o, "detail", json_object_new_string(res->detail));
+	if (res->extra) {
+		json_object_object_foreach(res->extra, k, v)
+			json_object_object_add(o, k, json_object_get(v));
+	}
+	return o;
+}

@@ -1,0 +1,76 @@
+"""Frame codec of docs/protocol.md (host side).
+
+Header: magic b"ATP1", u16 type, u16 flags (0), u32 meta_len, u32 body_len,
+little-endian; then meta (UTF-8 JSON object) and body (bytes).
+"""
+import json
+import os
+import struct
+
+MAGIC = b"ATP1"
+HEADER = struct.Struct("<4sHHII")
+
+LOAD, DATA, RUN, BYE = 0x01, 0x02, 0x03, 0x04
+READY, LOADED, OUTPUT, ERROR = 0x81, 0x82, 0x83, 0x8F
+
+MAX_META = 16 * 1024 * 1024
+MAX_BODY = 1 << 30
+
+
+class ProtocolError(Exception):
+    """The evaluator sent something the protocol does not allow."""
+
+
+class Channel:
+    """Blocking reader/writer of frames on two raw file descriptors."""
+
+    def __init__(self, in_fd, out_fd):
+        self._in = os.fdopen(in_fd, "rb", buffering=0, closefd=False)
+        self._out = out_fd
+
+    def _read_exact(self, n):
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        while got < n:
+            k = self._in.readinto(view[got:])
+            if not k:
+                return None
+            got += k
+        return buf
+
+    def recv(self):
+        """Next frame as (type, meta dict, body bytearray), or None at EOF."""
+        raw = self._read_exact(HEADER.size)
+        if raw is None:
+            return None
+        magic, ftype, flags, meta_len, body_len = HEADER.unpack(raw)
+        if magic != MAGIC or flags != 0:
+            raise ProtocolError("bad frame header")
+        if meta_len > MAX_META or body_len > MAX_BODY:
+            raise ProtocolError("frame too large")
+        meta = {}
+        if meta_len:
+            m = self._read_exact(meta_len)
+            if m is None:
+                return None
+            meta = json.loads(bytes(m).decode("utf-8"))
+            if not isinstance(meta, dict):
+                raise ProtocolError("meta is not a JSON object")
+        body = self._read_exact(body_len) if body_len else bytearray()
+        if body is None:
+            return None
+        return ftype, meta, body
+
+    def _write_all(self, data):
+        view = memoryview(data).cast("B")
+        while len(view):
+            k = os.write(self._out, view)
+            view = view[k:]
+
+    def send(self, ftype, meta=None, body=b""):
+        m = json.dumps(meta, separators=(",", ":"), allow_nan=False).encode("utf-8") if meta else b""
+        blen = memoryview(body).nbytes
+        self._write_all(HEADER.pack(MAGIC, ftype, 0, len(m), blen) + m)
+        if blen:
+            self._write_all(body)

@@ -1,0 +1,146 @@
+"""The host's request loop: load a strategy, hold the prices, run on prefixes.
+
+Strategy kinds (docs/strategies.md):
+  simulate(prices, params) -> equity per bar   (the original agenttest contract)
+  positions(prices, params) -> target exposure per bar (the engine does the rest)
+`prices` is a list of floats, `params` a dict; both are fresh for every call.
+The output goes back as raw float64; the evaluator validates it.
+"""
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+from . import frames
+from .errors import error_meta, STRATEGY_FILE
+
+KINDS = ("simulate", "positions")
+
+
+class Strategy:
+    """A loaded strategy: its entry point and kind."""
+
+    def __init__(self, kind, fn):
+        self.kind = kind
+        self.fn = fn
+
+
+def _load(meta, body):
+    """Compile and execute the source; pick the entry point for `kind`."""
+    want = meta.get("kind", "auto")
+    source = bytes(body)
+    code = compile(source, STRATEGY_FILE, "exec", dont_inherit=True)
+    import linecache
+    text = source.decode("utf-8", "replace")
+    linecache.cache[STRATEGY_FILE] = (len(text), None, text.splitlines(True), STRATEGY_FILE)
+    env = {"__name__": "strategy", "__file__": STRATEGY_FILE, "__builtins__": __builtins__}
+    exec(code, env)
+    if want == "auto":
+        kind = next((k for k in KINDS if callable(env.get(k))), None)
+    elif want in KINDS:
+        kind = want if callable(env.get(want)) else None
+    else:
+        raise ValueError("unknown strategy kind %r" % (want,))
+    if kind is None:
+        names = " or ".join("%s(prices, params)" % k for k in (KINDS if want == "auto" else (want,)))
+        raise ValueError("Strategy must define %s" % names)
+    return Strategy(kind, env[kind])
+
+
+class OutputError(Exception):
+    """The strategy's return value cannot be turned into a float64 series."""
+
+
+def _to_float64(result):
+    """Return value → contiguous little-endian float64 1-D array."""
+    if result is None:
+        raise OutputError("returned None instead of a sequence of numbers")
+    try:
+        arr = np.asarray(result, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise OutputError("output is not a sequence of numbers (%s)" % exc) from None
+    if arr.ndim != 1:
+        raise OutputError("output must be one-dimensional, got shape %s" % (arr.shape,))
+    return np.ascontiguousarray(arr, dtype="<f8")
+
+
+def _run(chan, strat, prices, meta):
+    """Call the strategy on prices[:bars] with params; send OUTPUT or ERROR."""
+    t0 = time.perf_counter()
+    bars = meta.get("bars")
+    params = meta.get("params", {})
+    if not isinstance(bars, int) or prices is None or not 0 <= bars <= len(prices):
+        raise frames.ProtocolError("RUN needs 0 <= bars <= the prices sent")
+    plist = prices[:bars].tolist()
+    last = meta.get("last")
+    if last is not None:
+        if not isinstance(last, float) or bars < 1:
+            raise frames.ProtocolError("RUN 'last' must be a float and bars >= 1")
+        plist[-1] = last
+    try:
+        result = strat.fn(plist, params)
+    except BaseException as exc:  # noqa: B902 - SystemExit is a strategy error too
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        chan.send(frames.ERROR, error_meta(exc, "run", "strategy_error"))
+        return
+    try:
+        arr = _to_float64(result)
+    except OutputError as exc:
+        chan.send(frames.ERROR, {"code": "bad_output", "type": "OutputError", "message": str(exc),
+                                 "traceback": [], "phase": "run"})
+        return
+    host_s = time.perf_counter() - t0
+    chan.send(frames.OUTPUT, {"bars": int(arr.shape[0]), "host_s": host_s}, arr)
+
+
+def serve(in_fd=0, out_fd=1):
+    """Speak the protocol on in_fd/out_fd until BYE or EOF.
+
+    The protocol descriptor is moved away from fd 1 first: whatever the
+    strategy prints (print, os.write(1, ...)) lands on stderr, never in a frame.
+    """
+    proto_out = os.dup(out_fd)
+    os.set_inheritable(proto_out, False)
+    if out_fd == 1:
+        os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    chan = frames.Channel(in_fd, proto_out)
+    chan.send(frames.READY, {"protocol": 1, "python": sys.version.split()[0],
+                             "numpy": np.__version__, "pid": os.getpid()})
+    strat = None
+    prices = None
+    while True:
+        frame = chan.recv()
+        if frame is None:
+            return
+        ftype, meta, body = frame
+        if ftype == frames.BYE:
+            return
+        if ftype == frames.LOAD:
+            t0 = time.perf_counter()
+            try:
+                strat = _load(meta, body)
+            except BaseException as exc:  # noqa: B902
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                chan.send(frames.ERROR, error_meta(exc, "load", "strategy_error"))
+                continue
+            chan.send(frames.LOADED, {"kind": strat.kind, "load_s": time.perf_counter() - t0})
+        elif ftype == frames.DATA:
+            if len(body) % 8:
+                raise frames.ProtocolError("DATA body is not float64")
+            prices = np.frombuffer(body, dtype="<f8")
+        elif ftype == frames.RUN:
+            if strat is None:
+                chan.send(frames.ERROR, {"code": "internal", "type": "ProtocolError",
+                                         "message": "RUN before a successful LOAD",
+                                         "traceback": [], "phase": "run"})
+                continue
+            _run(chan, strat, prices, meta)
+        else:
+            chan.send(frames.ERROR, {"code": "internal", "type": "ProtocolError",
+                                     "message": "unknown request type 0x%02x" % ftype,
+                                     "traceback": [], "phase": "protocol"})
