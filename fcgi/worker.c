@@ -12,11 +12,21 @@
  * the request in flight. PR_SET_PDEATHSIG makes a worker whose master died
  * stop too.
  *
+ * Keep-alive connections (nginx fastcgi_keep_conn): libfcgi serves one
+ * connection at a time, so a worker waiting on an idle kept connection
+ * would leave new connections in the listen backlog (a request stuck there
+ * for seconds). Before waiting, worker_wait() polls the kept connection and
+ * the listening socket together: if a new connection is pending and the
+ * kept one is idle, the kept one is closed (nginx drops it from its cache)
+ * and the new one is accepted. Under light load connections are reused;
+ * under saturation no request waits behind an idle connection.
+ *
  * The worker owns one database connection (reconnected on demand by
  * common/db.c, each reconnection counted in the shared metrics), one arena
  * and the reusable buffers of struct fcgi_app.
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +95,27 @@ static void worker_drain(FCGX_Request *req, size_t limit)
 	}
 }
 
+/*
+ * Called with signals unblocked before FCGX_Accept_r: when the request
+ * holds an idle kept connection, wait until it or the listening socket is
+ * readable, and release the kept connection if only a new one is pending.
+ */
+static void worker_wait(FCGX_Request *req, int listen_fd)
+{
+	while (req->ipcFd >= 0 && !worker_stop) {
+		struct pollfd p[2] = { { req->ipcFd, POLLIN, 0 }, { listen_fd, POLLIN, 0 } };
+		int n = poll(p, 2, -1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || p[0].revents != 0)
+			return; /* data, EOF or error on the kept connection: let libfcgi see it */
+		if (p[1].revents & POLLIN) {
+			FCGX_Free(req, 1);
+			return;
+		}
+	}
+}
+
 /* Install the worker's signal dispositions. */
 static void worker_signals(void)
 {
@@ -133,6 +164,7 @@ void worker_main(int listen_fd, struct config *cfg, struct metrics *m, const uns
 	log_msg(LOG_LVL_DEBUG, "worker_start", "worker %d (pid %d) ready", slot, (int)getpid());
 	while (!worker_stop) {
 		sigprocmask(SIG_SETMASK, &none, NULL);
+		worker_wait(&req, listen_fd);
 		int rc = worker_stop ? -1 : FCGX_Accept_r(&req);
 		sigprocmask(SIG_SETMASK, &all, NULL);
 		if (rc < 0) {
