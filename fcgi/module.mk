@@ -11,6 +11,11 @@ $(BUILD)/libfcgi.a: $(FCGI_OBJS)
 	@mkdir -p $(@D)
 	$(AR) rcs $@ $^
 
-$(BINDIR)/agenttest-fcgi: $(FCGI_MAIN) $(BUILD)/libfcgi.a $(BUILD)/libcommon.a
+# The runs handlers (issue 5) use the evaluator (hashes, canonical JSON),
+# the sandbox (submission check) and the runner's wake-up datagram.
+FCGI_EXTRA_LIBS := $(BUILD)/librunner.a $(BUILD)/libevaluator.a $(BUILD)/libsandbox.a
+
+$(BINDIR)/agenttest-fcgi: $(FCGI_MAIN) $(BUILD)/libfcgi.a $(BUILD)/libcommon.a $(FCGI_EXTRA_LIBS)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(FCGI_MAIN) $(BUILD)/libfcgi.a $(BUILD)/libcommon.a $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(FCGI_MAIN) -Wl,--start-group $(BUILD)/libfcgi.a $(FCGI_EXTRA_LIBS) \
+	  $(BUILD)/libcommon.a -Wl,--end-group $(LDLIBS)

@@ -15,6 +15,23 @@ const struct fcgi_route fcgi_routes[] = {
 	{ HTTP_POST, "/api/tokens", h_tokens_create, ACCESS_USER, BODY_JSON_OPTIONAL },
 	{ HTTP_POST, "/api/tokens/{id}/revoke", h_tokens_revoke, ACCESS_USER, BODY_JSON_OPTIONAL },
 	{ HTTP_GET, "/api/users", h_users_list, ACCESS_ADMIN, BODY_NONE },
+	/* strategies, runs, leaderboard, defaults, datasets (issue 5) */
+	{ HTTP_POST, "/strategies/submit", h_strategies_submit, ACCESS_USER, BODY_JSON },
+	{ HTTP_POST, "/strategies", h_strategies_register, ACCESS_ADMIN, BODY_JSON },
+	{ HTTP_GET, "/strategies", h_strategies_list, ACCESS_USER, BODY_NONE },
+	{ HTTP_GET, "/strategies/versions/{id}", h_strategy_versions_get, ACCESS_USER, BODY_NONE },
+	{ HTTP_GET, "/strategies/{id}", h_strategies_get, ACCESS_USER, BODY_NONE },
+	{ HTTP_POST, "/runs", h_runs_create, ACCESS_USER, BODY_JSON },
+	{ HTTP_GET, "/runs", h_runs_list, ACCESS_USER, BODY_NONE },
+	{ HTTP_GET, "/runs/{id}", h_runs_get, ACCESS_USER, BODY_NONE },
+	{ HTTP_POST, "/runs/{id}/cancel", h_runs_cancel, ACCESS_USER, BODY_JSON_OPTIONAL },
+	{ HTTP_GET, "/runs/{id}/equity", h_runs_equity, ACCESS_USER, BODY_NONE },
+	{ HTTP_POST, "/runs/{id}/verify", h_runs_verify, ACCESS_USER, BODY_JSON_OPTIONAL },
+	{ HTTP_GET, "/leaderboard", h_leaderboard, ACCESS_USER, BODY_NONE },
+	{ HTTP_POST, "/defaults/promote", h_defaults_promote, ACCESS_ADMIN, BODY_JSON },
+	{ HTTP_GET, "/defaults", h_defaults_get, ACCESS_USER, BODY_NONE },
+	{ HTTP_GET, "/datasets", h_datasets_list, ACCESS_USER, BODY_NONE },
+	{ HTTP_GET, "/datasets/{version}", h_datasets_get, ACCESS_USER, BODY_NONE },
 };
 
 const size_t fcgi_nroutes = sizeof fcgi_routes / sizeof fcgi_routes[0];

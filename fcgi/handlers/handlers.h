@@ -21,4 +21,22 @@ void h_tokens_create(struct fcgi_ctx *c);
 void h_tokens_revoke(struct fcgi_ctx *c);
 void h_users_list(struct fcgi_ctx *c);
 
+/* strategies.c, runs.c, leaderboard.c, defaults.c, datasets.c (issue 5) */
+void h_strategies_submit(struct fcgi_ctx *c);
+void h_strategies_register(struct fcgi_ctx *c);
+void h_strategies_list(struct fcgi_ctx *c);
+void h_strategies_get(struct fcgi_ctx *c);
+void h_strategy_versions_get(struct fcgi_ctx *c);
+void h_runs_create(struct fcgi_ctx *c);
+void h_runs_list(struct fcgi_ctx *c);
+void h_runs_get(struct fcgi_ctx *c);
+void h_runs_cancel(struct fcgi_ctx *c);
+void h_runs_equity(struct fcgi_ctx *c);
+void h_runs_verify(struct fcgi_ctx *c);
+void h_leaderboard(struct fcgi_ctx *c);
+void h_defaults_promote(struct fcgi_ctx *c);
+void h_defaults_get(struct fcgi_ctx *c);
+void h_datasets_list(struct fcgi_ctx *c);
+void h_datasets_get(struct fcgi_ctx *c);
+
 #endif

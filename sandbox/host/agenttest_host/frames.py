@@ -12,6 +12,7 @@ HEADER = struct.Struct("<4sHHII")
 
 LOAD, DATA, RUN, BYE = 0x01, 0x02, 0x03, 0x04
 READY, LOADED, OUTPUT, ERROR = 0x81, 0x82, 0x83, 0x8F
+CHECK, CHECKED = 0x05, 0x85  # syntax/contract check of a submission (check.py)
 
 MAX_META = 16 * 1024 * 1024
 MAX_BODY = 1 << 30

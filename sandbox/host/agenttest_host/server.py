@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from . import frames
+from . import check, frames
 from .errors import error_meta, STRATEGY_FILE
 
 KINDS = ("simulate", "positions")
@@ -133,6 +133,8 @@ def serve(in_fd=0, out_fd=1):
             if len(body) % 8:
                 raise frames.ProtocolError("DATA body is not float64")
             prices = np.frombuffer(body, dtype="<f8")
+        elif ftype == frames.CHECK:  # parse only, never run (check.py)
+            chan.send(frames.CHECKED, check.check(body))
         elif ftype == frames.RUN:
             if strat is None:
                 chan.send(frames.ERROR, {"code": "internal", "type": "ProtocolError",

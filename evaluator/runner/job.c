@@ -1,0 +1,386 @@
+/*
+ * job: execute one claimed run through the evaluator's backtest API.
+ *
+ * Theory of operation. The pinned dataset is opened from the registered
+ * directory with every hash verified and compared with the hash pinned on
+ * the run when it was queued; a directory whose bytes changed fails the run
+ * with `dataset_mismatch` instead of scoring other data under the old
+ * label. Verified datasets stay mapped in a small process-wide cache (they
+ * are immutable and read-only, shared by all slots); an entry is verified
+ * again when the directory's manifest (or prices.csv) changes identity,
+ * size or mtime, and at least every RUNNER_DS_REVERIFY_S seconds.
+ *
+ * bt_run does the rest (sandbox, protocol, validation, engine, metrics,
+ * audit). Everything about the run is decided from pinned inputs only: the
+ * audit's pseudo-random cut points are seeded from the config hash, so the
+ * same (dataset_hash, code_hash, config_hash) gives the same bytes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "evaluator/backtest.h"
+#include "evaluator/dataset.h"
+#include "evaluator/pyrepr.h"
+#include "evaluator/runner/runner.h"
+#include "xalloc.h"
+
+#define RUNNER_DS_CACHE       16
+#define RUNNER_DS_REVERIFY_S  60
+
+struct ds_entry {
+	char           *path;
+	struct dataset *ds;
+	struct stat     st;       /* identity of the manifest / prices.csv when verified */
+	time_t          verified; /* CLOCK_MONOTONIC seconds */
+	unsigned        users;    /* jobs holding ds */
+	bool            retired;  /* replaced: close when users drops to 0 */
+};
+
+static struct {
+	pthread_mutex_t mu;
+	struct ds_entry e[RUNNER_DS_CACHE];
+} cache = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+/* Monotonic whole seconds. */
+static time_t mono_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec;
+}
+
+/* Wall seconds with nanoseconds. */
+static double mono_d(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* stat of the file that identifies the dataset's contents. */
+static int ds_stat(const char *dir, struct stat *st)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s/manifest.json", dir);
+	if (stat(p, st) == 0)
+		return 0;
+	snprintf(p, sizeof p, "%s/prices.csv", dir);
+	return stat(p, st);
+}
+
+/* True if two stats name the same unchanged file. */
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* Drop entry i if nobody uses it (cache.mu held). */
+static void ds_entry_drop(size_t i)
+{
+	struct ds_entry *e = &cache.e[i];
+	if (e->users)
+		return;
+	ds_close(e->ds);
+	free(e->path);
+	memset(e, 0, sizeof *e);
+}
+
+/*
+ * A verified dataset for dir, held until ds_release. NULL on failure with
+ * the run failed in r.
+ */
+static struct dataset *ds_acquire(const char *dir, struct rresult *r)
+{
+	struct stat st;
+	enum ds_err e;
+	char msg[512];
+	time_t now = mono_s();
+	bool have_st = ds_stat(dir, &st) == 0;
+	pthread_mutex_lock(&cache.mu);
+	for (size_t i = 0; i < RUNNER_DS_CACHE; i++) {
+		struct ds_entry *c = &cache.e[i];
+		if (!c->ds || c->retired || strcmp(c->path, dir) != 0)
+			continue;
+		if (have_st && same_file(&c->st, &st) && now - c->verified < RUNNER_DS_REVERIFY_S) {
+			c->users++;
+			pthread_mutex_unlock(&cache.mu);
+			return c->ds;
+		}
+		c->retired = true;
+		ds_entry_drop(i);
+	}
+	pthread_mutex_unlock(&cache.mu);
+	struct dataset *ds = ds_open_any(dir, 1, NULL, &e, msg, sizeof msg);
+	if (!ds) {
+		rresult_fail(r, e == DS_ERR_HASH ? "dataset_mismatch" : "dataset_error",
+			     "the dataset of this run cannot be opened: %s", msg);
+		return NULL;
+	}
+	pthread_mutex_lock(&cache.mu);
+	size_t slot = RUNNER_DS_CACHE;
+	for (size_t i = 0; i < RUNNER_DS_CACHE && slot == RUNNER_DS_CACHE; i++)
+		if (!cache.e[i].ds)
+			slot = i;
+	for (size_t i = 0; i < RUNNER_DS_CACHE && slot == RUNNER_DS_CACHE; i++)
+		if (!cache.e[i].users) {
+			ds_entry_drop(i);
+			slot = i;
+		}
+	if (slot == RUNNER_DS_CACHE) {
+		pthread_mutex_unlock(&cache.mu);
+		return ds;   /* cache full of busy entries: private copy, closed by ds_release */
+	}
+	cache.e[slot] = (struct ds_entry){ .path = xstrdup(dir), .ds = ds, .verified = now, .users = 1 };
+	if (have_st)
+		cache.e[slot].st = st;
+	pthread_mutex_unlock(&cache.mu);
+	return ds;
+}
+
+/* Release a dataset from ds_acquire. */
+static void ds_release(struct dataset *ds)
+{
+	pthread_mutex_lock(&cache.mu);
+	for (size_t i = 0; i < RUNNER_DS_CACHE; i++) {
+		if (cache.e[i].ds == ds) {
+			cache.e[i].users--;
+			if (cache.e[i].retired)
+				ds_entry_drop(i);
+			pthread_mutex_unlock(&cache.mu);
+			return;
+		}
+	}
+	pthread_mutex_unlock(&cache.mu);
+	ds_close(ds);
+}
+
+/* Engine configuration of a positions run from its pinned JSON. */
+static bool engine_from_json(const char *json, struct engine_cfg *cfg)
+{
+	cfg->fee_bps = ENGINE_DEFAULT_FEE_BPS;
+	cfg->max_leverage = ENGINE_DEFAULT_MAX_LEVERAGE;
+	if (!json)
+		return true;
+	json_object *o = json_tokener_parse(json), *v;
+	bool ok = o && json_object_is_type(o, json_type_object);
+	if (ok && json_object_object_get_ex(o, "fee_bps", &v))
+		cfg->fee_bps = json_object_get_double(v);
+	if (ok && json_object_object_get_ex(o, "max_leverage", &v))
+		cfg->max_leverage = json_object_get_double(v);
+	json_object_put(o);
+	char msg[128];
+	return ok && engine_cfg_valid(cfg, msg, sizeof msg);
+}
+
+/* Seed of the audit's pseudo-random cuts: the first 16 hex digits of the config hash. */
+static uint64_t audit_seed(const char *config_hash)
+{
+	char h[17];
+	snprintf(h, sizeof h, "%.16s", config_hash);
+	return strtoull(h, NULL, 16);
+}
+
+/* Append the audit report of res as JSON. */
+static void audit_json(struct buf *b, const struct bt_result *res)
+{
+	const struct bt_audit *a = &res->audit;
+	buf_printf(b, "{\"performed\":%s,\"passed\":%s,\"cuts\":[", a->performed ? "true" : "false",
+		   a->performed ? (a->passed ? "true" : "false") : "null");
+	for (size_t i = 0; i < a->n_cuts && i < BT_MAX_CUTS; i++)
+		buf_printf(b, "%s%zu", i ? "," : "", a->cuts[i]);
+	buf_printf(b, "],\"strategy_calls\":%zu", a->runs);
+	if (a->performed && !a->passed)
+		buf_printf(b, ",\"fail_cut\":%zu,\"first_diff\":%zu,\"check\":\"%s\"", a->fail_cut, a->first_diff,
+			   a->check[0] ? a->check : "prefix");
+	buf_putc(b, '}');
+}
+
+/* Append a double for JSON (non-finite: null). */
+static void num(struct buf *b, double x)
+{
+	char t[PYREPR_MAX];
+	if (!isfinite(x)) {
+		buf_puts(b, "null");
+		return;
+	}
+	pyrepr_double(x, t);
+	buf_puts(b, t);
+}
+
+/* Append the resources object (sandbox verdict, usage, limits, timing). */
+static void resources_json(struct buf *b, const struct bt_result *res)
+{
+	const struct sbx_verdict *v = &res->verdict;
+	uint64_t peak = v->cg_mem_bytes > v->max_rss_bytes ? v->cg_mem_bytes : v->max_rss_bytes;
+	buf_printf(b, "{\"verdict\":\"%s\",\"cpu_seconds\":", sbx_status_code(v->status));
+	num(b, v->cpu_seconds);
+	buf_puts(b, ",\"wall_seconds\":");
+	num(b, v->wall_seconds);
+	buf_printf(b, ",\"peak_memory_bytes\":%" PRIu64 ",\"limits\":{\"cpu_seconds\":", peak);
+	num(b, v->limits.cpu_seconds);
+	buf_puts(b, ",\"wall_seconds\":");
+	num(b, v->limits.wall_seconds);
+	buf_printf(b, ",\"memory_bytes\":%" PRIu64 ",\"processes\":%u,\"open_files\":%u,\"output_bytes\":%" PRIu64 "}",
+		   v->limits.memory_bytes, v->limits.processes, v->limits.open_files, v->limits.output_bytes);
+	buf_puts(b, ",\"timing\":{\"total_s\":");
+	num(b, res->timing.total_s);
+	buf_puts(b, ",\"startup_s\":");
+	num(b, res->timing.startup_s);
+	buf_puts(b, ",\"load_s\":");
+	num(b, res->timing.load_s);
+	buf_puts(b, ",\"host_s\":");
+	num(b, res->timing.host_s);
+	buf_puts(b, ",\"audit_s\":");
+	num(b, res->timing.audit_s);
+	buf_puts(b, "},\"warnings\":");
+	json_object *w = json_object_new_string(v->warnings);
+	buf_puts(b, json_object_to_json_string_ext(w, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(w);
+	buf_putc(b, '}');
+}
+
+/* Write <root>/<id>/equity.csv (step,equity) via a temporary file. 0 or -1. */
+static int write_artifacts(const char *root, const char *id, const double *eq, size_t n, struct buf *dir)
+{
+	char path[PATH_MAX], tmp[PATH_MAX], t[PYREPR_MAX];
+	struct buf b = BUF_INIT;
+	int rc = -1, fd = -1;
+	buf_printf(dir, "%s/%s", root, id);
+	(void)mkdir(root, 0750);
+	if (mkdir(dir->data, 0750) != 0 && errno != EEXIST)
+		goto out;
+	if (snprintf(path, sizeof path, "%s/equity.csv", dir->data) >= (int)sizeof path ||
+	    snprintf(tmp, sizeof tmp, "%s/.equity.csv.tmp", dir->data) >= (int)sizeof tmp)
+		goto out;
+	buf_puts(&b, "step,equity\n");
+	for (size_t i = 0; i < n; i++) {
+		pyrepr_double(eq[i], t);
+		buf_printf(&b, "%zu,%s\n", i, t);
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
+	if (fd < 0)
+		goto out;
+	size_t off = 0;
+	while (off < b.len) {
+		ssize_t w = write(fd, b.data + off, b.len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			goto out;
+		off += (size_t)w;
+	}
+	if (close(fd) != 0) {
+		fd = -1;
+		goto out;
+	}
+	fd = -1;
+	rc = rename(tmp, path);
+out:
+	if (fd >= 0)
+		close(fd);
+	buf_free(&b);
+	return rc;
+}
+
+/* Fill r from a finished bt_run. */
+static void take_result(const struct rjob *j, struct bt_result *res, struct rresult *r, double t0)
+{
+	r->runtime_s = mono_d() - t0;
+	r->audit_ran = res->audit.performed != 0;
+	r->audit_passed = res->audit.performed && res->audit.passed;
+	audit_json(&r->audit_json, res);
+	resources_json(&r->resources_json, res);
+	policy_tail(&r->log_tail, res->log_tail, strnlen(res->log_tail, sizeof res->log_tail), RUNNER_LOG_TAIL_MAX);
+	if (res->err != EV_OK) {
+		rresult_fail(r, ev_errcode(res->err), "%s", res->detail[0] ? res->detail : ev_strerror(res->err));
+		return;
+	}
+	r->m = res->metrics;
+	metrics_set(&r->m, MET_RUNTIME_S, r->runtime_s);
+	int bad = metrics_first_non_finite(&r->m);
+	if (bad >= 0) {
+		rresult_fail(r, "non_finite_metric", "metric %s is not finite", metric_name((enum metric_id)bad));
+		return;
+	}
+	metrics_to_json(&r->m, &r->metrics_json);
+	r->n = res->n;
+	r->equity = xcalloc(res->n ? res->n : 1, sizeof(double));
+	memcpy(r->equity, res->equity, res->n * sizeof(double));
+	r->status = RJOB_COMPLETED;
+	(void)j;
+}
+
+void job_execute(const struct job_env *env, struct job_ctl *ctl, const struct rjob *j,
+		 struct rresult *r, struct buf *artifacts_dir)
+{
+	double t0 = mono_d();
+	struct bt_result res;
+	struct dataset *ds = NULL;
+	bool hand_back;
+	memset(&res, 0, sizeof res);
+	job_ctl_bind(ctl);
+	int kind = j->kind ? bt_kind_parse(j->kind) : -1;
+	if (kind <= 0) {
+		rresult_fail(r, "invalid_field", "strategy kind '%s' cannot be backtested (signal strategies are "
+			     "evaluated by challenges)", j->kind ? j->kind : "?");
+		goto out;
+	}
+	if (!(ds = ds_acquire(j->dataset_path, r)))
+		goto out;
+	if (strcmp(ds_hash(ds), j->dataset_hash) != 0) {
+		rresult_fail(r, "dataset_mismatch", "dataset %s changed: its files hash to %s, the run pinned %s",
+			     j->dataset_version, ds_hash(ds), j->dataset_hash);
+		goto out;
+	}
+	long asset = j->asset ? ds_asset_index(ds, j->asset) : 0;
+	const double *prices = asset >= 0 ? ds_column(ds, (size_t)asset, DS_CLOSE) : NULL;
+	if (!prices) {
+		rresult_fail(r, "invalid_field", "asset %s has no close prices in dataset %s", j->asset ? j->asset : "#0",
+			     j->dataset_version);
+		goto out;
+	}
+	struct bt_request rq = {
+		.code = j->code, .code_len = strlen(j->code), .kind = (enum bt_kind)kind, .prices = prices,
+		.n = ds_bars(ds), .params_json = j->params, .bars_per_year = ds_bars_per_year(ds),
+		.audit = j->audit, .audit_seed = audit_seed(j->config_hash),
+		.sbx = { .mode = SBX_CONFINED, .box_id = env->box_id },
+	};
+	if (!engine_from_json(j->engine, &rq.engine)) {
+		rresult_fail(r, "invalid_field", "the run's engine configuration is invalid");
+		goto out;
+	}
+	bt_run(&rq, &res);
+	if (job_cancelled(ctl, &hand_back)) {
+		r->status = RJOB_CANCELLED;
+		snprintf(r->error_code, sizeof r->error_code, "cancelled");
+		buf_puts(&r->error_message, hand_back ? "runner stopped" : "cancelled while running");
+		r->runtime_s = mono_d() - t0;
+		resources_json(&r->resources_json, &res);
+		goto out;
+	}
+	take_result(j, &res, r, t0);
+	if (r->status == RJOB_COMPLETED &&
+	    write_artifacts(env->artifacts_root, j->id, r->equity, r->n, artifacts_dir) != 0) {
+		buf_reset(artifacts_dir);   /* the DB holds the curve; the file is a convenience copy */
+	}
+out:
+	if (r->runtime_s == 0)
+		r->runtime_s = mono_d() - t0;
+	if (ds)
+		ds_release(ds);
+	bt_result_free(&res);
+	job_ctl_bind(NULL);
+}

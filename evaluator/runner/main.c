@@ -1,0 +1,435 @@
+/*
+ * agenttest-runner: claims queued runs from MariaDB and executes them in the
+ * sandbox.
+ *
+ * Theory of operation.
+ *
+ *   main thread ── signalfd (SIGTERM, SIGINT), notify socket, timers
+ *     │  heartbeat: every second while busy, renew the leases of this runner
+ *     │  cancel:    every RUNNER_TICK_MS while busy, look for cancel requests
+ *     │             of our runs and kill their sandboxes (job_cancel)
+ *     │  reap:      every RUNNER_REAP_MS, re-queue runs whose lease expired
+ *     │             (another runner died) or fail them with runner_lost
+ *     │  wake:      a datagram from the API, a re-queue, or the idle poll
+ *     │             bumps `gen` and wakes the idle slots
+ *     ▼
+ *   slot threads (N) ── each with its own DB connection
+ *        loop: claim (FOR UPDATE SKIP LOCKED, short transaction)
+ *              → job_execute (sandbox, evaluator) → rdb_finish (one
+ *              transaction guarded by lease owner + attempt)
+ *              → claim again at once; when the queue is empty, sleep until
+ *              `gen` changes.
+ *
+ * The lease owner is "<host>:<pid>:<random>", one per process; the write
+ * guard adds the attempt number, so a slot whose lease was lost (a stalled
+ * process) writes nothing. SIGTERM: stop claiming, let running jobs finish
+ * for up to --drain seconds, then kill them and hand them back to the queue
+ * (the attempt is not counted). A second SIGTERM hands back at once.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <mysql.h>
+
+#include "config.h"
+#include "log.h"
+#include "xalloc.h"
+#include "evaluator/runner/runner.h"
+
+struct slot {
+	pthread_t       thread;
+	unsigned        index;
+	struct job_ctl *ctl;
+	char            run_id[37];  /* current job, "" when idle (under mu) */
+	bool            busy;
+};
+
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t  cv;
+	unsigned long   gen;        /* bumped to wake idle slots */
+	bool            stopping;   /* no more claims */
+	const char     *db_url;
+	char            owner[RUNNER_OWNER_MAX];
+	struct job_env  env;
+	struct slot     slots[RUNNER_MAX_SLOTS];
+	unsigned        nslots;
+	atomic_uint     busy;
+	atomic_ulong    completed;
+} R = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
+/* Monotonic milliseconds. */
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wake every idle slot. */
+static void wake_slots(void)
+{
+	pthread_mutex_lock(&R.mu);
+	R.gen++;
+	pthread_cond_broadcast(&R.cv);
+	pthread_mutex_unlock(&R.mu);
+}
+
+/* Log one line about a run. */
+static void log_run(enum log_level lvl, const char *event, const char *run_id, const char *msg)
+{
+	struct buf b = BUF_INIT;
+	log_begin(&b, lvl, event);
+	log_str(&b, "run_id", run_id);
+	if (msg)
+		log_str(&b, "msg", msg);
+	log_end(&b);
+	buf_free(&b);
+}
+
+/* Execute one claimed job and write its outcome. */
+static void slot_run(struct slot *s, MYSQL *c, struct rjob *j)
+{
+	struct rresult r;
+	struct buf art = BUF_INIT, err = BUF_INIT;
+	bool hand_back = false;
+	rresult_init(&r);
+	pthread_mutex_lock(&R.mu);
+	snprintf(s->run_id, sizeof s->run_id, "%s", j->id);
+	s->busy = true;
+	pthread_mutex_unlock(&R.mu);
+	atomic_fetch_add(&R.busy, 1);
+
+	struct job_env env = R.env;
+	env.box_id = s->index + 1;
+	job_execute(&env, s->ctl, j, &r, &art);
+	if (job_cancelled(s->ctl, &hand_back) && hand_back) {
+		if (rdb_hand_back(c, R.owner, j, &err) != 0)
+			log_run(LOG_LVL_ERROR, "hand_back_failed", j->id, buf_cstr(&err));
+		else
+			log_run(LOG_LVL_INFO, "handed_back", j->id, NULL);
+	} else {
+		int w = rdb_finish(c, R.owner, j, &r, art.len ? art.data : NULL, &err);
+		if (w < 0)
+			log_run(LOG_LVL_ERROR, "finish_failed", j->id, buf_cstr(&err));
+		else if (w == 0)
+			log_run(LOG_LVL_WARNING, "lease_lost", j->id, "result discarded: another runner owns the run");
+		else {
+			atomic_fetch_add(&R.completed, 1);
+			log_run(LOG_LVL_DEBUG, "run_done", j->id, r.error_code[0] ? r.error_code : "completed");
+		}
+	}
+	atomic_fetch_sub(&R.busy, 1);
+	pthread_mutex_lock(&R.mu);
+	s->run_id[0] = '\0';
+	s->busy = false;
+	pthread_mutex_unlock(&R.mu);
+	job_ctl_reset(s->ctl);
+	rresult_free(&r);
+	buf_free(&art);
+	buf_free(&err);
+}
+
+/* Slot thread: claim, execute, repeat; sleep on the condition when idle. */
+static void *slot_main(void *arg)
+{
+	struct slot *s = arg;
+	struct buf err = BUF_INIT;
+	MYSQL *c = NULL;
+	mysql_thread_init();
+	for (;;) {
+		pthread_mutex_lock(&R.mu);
+		unsigned long seen = R.gen;
+		bool stop = R.stopping;
+		pthread_mutex_unlock(&R.mu);
+		if (stop)
+			break;
+		int got = 0;
+		struct rjob j;
+		if (!c) {
+			buf_reset(&err);
+			c = rdb_connect(R.db_url, &err);
+			if (!c)
+				log_msg(LOG_LVL_ERROR, "db_connect_failed", "%s", buf_cstr(&err));
+		}
+		if (c) {
+			buf_reset(&err);
+			got = rdb_claim(c, R.owner, &j, &err);
+			if (got < 0) {
+				log_msg(LOG_LVL_ERROR, "claim_failed", "%s", buf_cstr(&err));
+				mysql_close(c);
+				c = NULL;
+			}
+		}
+		if (got > 0) {
+			slot_run(s, c, &j);
+			rjob_free(&j);
+			continue;
+		}
+		pthread_mutex_lock(&R.mu);
+		while (R.gen == seen && !R.stopping)
+			pthread_cond_wait(&R.cv, &R.mu);
+		pthread_mutex_unlock(&R.mu);
+	}
+	if (c)
+		mysql_close(c);
+	buf_free(&err);
+	mysql_thread_end();
+	return NULL;
+}
+
+/* Cancel the slots whose run ids are listed NUL-separated in ids (n of them). */
+static void cancel_listed(const struct buf *ids, int n)
+{
+	const char *p = ids->data;
+	for (int k = 0; k < n; k++, p += strlen(p) + 1) {
+		pthread_mutex_lock(&R.mu);
+		for (unsigned i = 0; i < R.nslots; i++)
+			if (R.slots[i].busy && strcmp(R.slots[i].run_id, p) == 0)
+				job_cancel(R.slots[i].ctl, false);
+		pthread_mutex_unlock(&R.mu);
+	}
+}
+
+/* Kill and hand back every running job (end of the SIGTERM drain). */
+static void hand_back_all(void)
+{
+	pthread_mutex_lock(&R.mu);
+	for (unsigned i = 0; i < R.nslots; i++)
+		if (R.slots[i].busy)
+			job_cancel(R.slots[i].ctl, true);
+	pthread_mutex_unlock(&R.mu);
+}
+
+/* Periodic database work of the main thread; reconnects as needed. */
+static void housekeeping(MYSQL **c, long long t, long long *last_hb, long long *last_reap)
+{
+	struct buf err = BUF_INIT, ids = BUF_INIT;
+	if (!*c && !(*c = rdb_connect(R.db_url, &err)))
+		goto out;
+	bool busy = atomic_load(&R.busy) > 0;
+	if (busy && t - *last_hb >= 1000) {
+		if (rdb_heartbeat(*c, R.owner, &err) != 0)
+			goto fail;
+		*last_hb = t;
+	}
+	if (busy) {
+		int n = rdb_cancel_requests(*c, R.owner, &ids, &err);
+		if (n < 0)
+			goto fail;
+		if (n > 0)
+			cancel_listed(&ids, n);
+	}
+	if (t - *last_reap >= RUNNER_REAP_MS) {
+		*last_reap = t;
+		int n = rdb_reap(*c, &err);
+		if (n < 0)
+			goto fail;
+		if (n > 0)
+			wake_slots();
+	}
+	goto out;
+fail:
+	log_msg(LOG_LVL_ERROR, "housekeeping_failed", "%s", buf_cstr(&err));
+	mysql_close(*c);
+	*c = NULL;
+out:
+	if (err.len && !*c)
+		log_msg(LOG_LVL_ERROR, "db_unavailable", "%s", buf_cstr(&err));
+	buf_free(&err);
+	buf_free(&ids);
+}
+
+/* The main loop: signals, wake-ups, heartbeats, drain. Returns the exit status. */
+static int supervise(int sfd, int nfd, int poll_ms, int drain_s)
+{
+	MYSQL *c = NULL;
+	long long last_hb = 0, last_reap = 0, last_poll = now_ms(), drain_until = 0;
+	bool handed_back = false;
+	for (;;) {
+		bool busy = atomic_load(&R.busy) > 0;
+		if (R.stopping && !busy)
+			break;
+		struct pollfd p[2] = { { .fd = sfd, .events = POLLIN }, { .fd = nfd, .events = POLLIN } };
+		int timeout = busy || R.stopping ? RUNNER_TICK_MS : poll_ms;
+		if (poll(p, nfd >= 0 ? 2 : 1, timeout) < 0 && errno != EINTR)
+			return 1;
+		long long t = now_ms();
+		if (p[0].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+				if (R.stopping) {
+					drain_until = t;  /* second signal: hand back now */
+				} else {
+					log_msg(LOG_LVL_INFO, "draining", "signal %u: no more claims; %u running",
+						si.ssi_signo, atomic_load(&R.busy));
+					pthread_mutex_lock(&R.mu);
+					R.stopping = true;
+					pthread_cond_broadcast(&R.cv);
+					pthread_mutex_unlock(&R.mu);
+					drain_until = t + (long long)drain_s * 1000;
+				}
+			}
+		}
+		if (nfd >= 0 && (p[1].revents & POLLIN) && notify_drain(nfd) > 0) {
+			wake_slots();
+			last_poll = t;
+		}
+		if (!R.stopping && t - last_poll >= poll_ms) {
+			wake_slots();   /* the DB poll: the fallback for other hosts */
+			last_poll = t;
+		}
+		if (R.stopping && !handed_back && t >= drain_until) {
+			hand_back_all();
+			handed_back = true;
+		}
+		housekeeping(&c, t, &last_hb, &last_reap);
+	}
+	if (c)
+		mysql_close(c);
+	return 0;
+}
+
+/* Build the lease owner "<host>:<pid>:<random hex>". */
+static void make_owner(void)
+{
+	char host[64] = "host";
+	unsigned char rnd[4] = { 0 };
+	gethostname(host, sizeof host - 1);
+	host[sizeof host - 1] = '\0';
+	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+		rnd[0] = (unsigned char)time(NULL);
+	snprintf(R.owner, sizeof R.owner, "%.64s:%ld:%02x%02x%02x%02x", host, (long)getpid(),
+		 rnd[0], rnd[1], rnd[2], rnd[3]);
+}
+
+/* Print usage on out. */
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: agenttest-runner [--slots N] [--config FILE] [--poll-ms MS] [--drain S]\n"
+		     "  --slots N     concurrent runs (default: the number of CPUs)\n"
+		     "  --config FILE configuration file (default: $AGENTTEST_CONFIG, /etc/agenttest/agenttest.conf)\n"
+		     "  --poll-ms MS  idle database poll interval (default RUNNER_POLL_MS or %d)\n"
+		     "  --drain S     on SIGTERM, let running jobs finish this long (default %d)\n",
+		RUNNER_IDLE_POLL_MS, RUNNER_DRAIN_S);
+}
+
+/* Parse a bounded integer option; exits with status 2 on error. */
+static long opt_long(const char *name, const char *v, long lo, long hi)
+{
+	char *end;
+	errno = 0;
+	long x = strtol(v, &end, 10);
+	if (errno || *end || end == v || x < lo || x > hi) {
+		fprintf(stderr, "{\"error\":\"%s must be an integer in [%ld, %ld]\",\"code\":\"invalid_field\","
+				"\"detail\":\"%s must be an integer in [%ld, %ld]\"}\n", name, lo, hi, name, lo, hi);
+		exit(2);
+	}
+	return x;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "slots", required_argument, NULL, 's' }, { "config", required_argument, NULL, 'c' },
+		{ "poll-ms", required_argument, NULL, 'p' }, { "drain", required_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
+	long nslots = sysconf(_SC_NPROCESSORS_ONLN), poll_ms = -1, drain_s = RUNNER_DRAIN_S;
+	const char *cfg_path = NULL;
+	int o, rc = 1, nfd = -1;
+	struct config cfg;
+	struct buf err = BUF_INIT, npath = BUF_INIT;
+	while ((o = getopt_long(argc, argv, "s:c:p:d:h", opts, NULL)) != -1) {
+		switch (o) {
+		case 's': nslots = opt_long("--slots", optarg, 1, RUNNER_MAX_SLOTS); break;
+		case 'c': cfg_path = optarg; break;
+		case 'p': poll_ms = opt_long("--poll-ms", optarg, 10, 600000); break;
+		case 'd': drain_s = opt_long("--drain", optarg, 0, 3600); break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (nslots < 1)
+		nslots = 1;
+	if (nslots > RUNNER_MAX_SLOTS)
+		nslots = RUNNER_MAX_SLOTS;
+	if (!config_load(&cfg, cfg_path, &err)) {
+		fprintf(stderr, "{\"error\":\"configuration\",\"code\":\"invalid_field\",\"detail\":\"%s\"}\n", buf_cstr(&err));
+		buf_free(&err);
+		return 2;
+	}
+	log_set_level(cfg.log_level);
+	const char *v;
+	if (poll_ms < 0)
+		poll_ms = (v = config_get(&cfg, "RUNNER_POLL_MS")) ? opt_long("RUNNER_POLL_MS", v, 10, 600000)
+								   : RUNNER_IDLE_POLL_MS;
+	R.db_url = cfg.database_url;
+	R.env.artifacts_root = (v = config_get(&cfg, "ARTIFACTS_DIR")) ? v : "run_artifacts";
+	make_owner();
+	if (mysql_library_init(0, NULL, NULL) != 0)
+		goto out;
+
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	const char *ndir = config_get(&cfg, "RUNNER_NOTIFY_DIR");
+	nfd = notify_bind(ndir, &npath);
+
+	R.nslots = (unsigned)nslots;
+	for (unsigned i = 0; i < R.nslots; i++) {
+		R.slots[i].index = i;
+		R.slots[i].ctl = job_ctl_new();
+		if (pthread_create(&R.slots[i].thread, NULL, slot_main, &R.slots[i]) != 0) {
+			log_msg(LOG_LVL_ERROR, "thread_failed", "cannot start slot %u", i);
+			R.nslots = i;
+			break;
+		}
+	}
+	{
+		struct buf b = BUF_INIT;
+		log_begin(&b, LOG_LVL_INFO, "runner_started");
+		log_str(&b, "owner", R.owner);
+		log_int(&b, "slots", R.nslots);
+		log_int(&b, "poll_ms", poll_ms);
+		log_str(&b, "notify", npath.len ? npath.data : "none (polling only)");
+		log_end(&b);
+		buf_free(&b);
+	}
+	rc = supervise(sfd, nfd, (int)poll_ms, (int)drain_s);
+	pthread_mutex_lock(&R.mu);
+	R.stopping = true;
+	pthread_cond_broadcast(&R.cv);
+	pthread_mutex_unlock(&R.mu);
+	for (unsigned i = 0; i < R.nslots; i++) {
+		pthread_join(R.slots[i].thread, NULL);
+		job_ctl_free(R.slots[i].ctl);
+	}
+	log_msg(LOG_LVL_INFO, "runner_stopped", "%lu runs written", atomic_load(&R.completed));
+	if (npath.len)
+		unlink(npath.data);
+	if (nfd >= 0)
+		close(nfd);
+	close(sfd);
+	mysql_library_end();
+out:
+	config_free(&cfg);
+	buf_free(&err);
+	buf_free(&npath);
+	return rc;
+}

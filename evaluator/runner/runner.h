@@ -1,0 +1,212 @@
+/*
+ * runner.h: the private header of agenttest-runner, in sections.
+ *
+ * The runner is one process per host with N slot threads (see main.c for the
+ * theory of operation). This header holds the pieces the slots share: the job
+ * as claimed from the database (rdb.c), the outcome of executing it (job.c),
+ * the pure policy helpers (policy.c, unit-tested) and the wake-up socket
+ * (notify.c).
+ */
+#ifndef AGENTTEST_RUNNER_H
+#define AGENTTEST_RUNNER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mysql.h>
+
+#include "buf.h"
+#include "evaluator/metrics.h"
+
+/* ---- limits and defaults ------------------------------------------------ */
+
+#define RUNNER_MAX_SLOTS        64
+#define RUNNER_LEASE_S          10     /* lease length; renewed every second */
+#define RUNNER_TICK_MS          100    /* heartbeat/cancel tick while busy */
+#define RUNNER_IDLE_POLL_MS     1000   /* DB poll when idle (other-host fallback) */
+#define RUNNER_REAP_MS          1000   /* expired-lease scan period */
+#define RUNNER_DRAIN_S          30     /* SIGTERM: finish running work this long */
+#define RUNNER_OWNER_MAX        128
+#define RUNNER_LOG_TAIL_MAX     4096   /* bytes of the host's stderr kept on a run */
+#define RUNNER_EQUITY_MAX       (1u << 24) /* values */
+
+/* ---- a claimed job --------------------------------------------------------- */
+
+struct rjob {
+	char     id[37];               /* run UUID */
+	unsigned attempt;              /* attempts after this claim (the write guard) */
+	uint64_t seq;
+	uint64_t strategy_version_id;
+	char    *dataset_version;
+	char    *dataset_path;
+	char     dataset_hash[65];     /* pinned at queue time */
+	char     code_hash[65];
+	char     config_hash[65];
+	char    *params;               /* canonical JSON object */
+	char    *asset;                /* NULL: the dataset's first asset */
+	bool     audit;
+	char    *verify_of;            /* NULL, or the run being verified */
+	char    *code;                 /* strategy source */
+	char    *kind;                 /* simulate | positions | signal */
+	char    *engine;               /* positions: {"fee_bps":..,"max_leverage":..}, else NULL */
+};
+
+/* Release the strings of a job; it is zeroed afterwards. */
+void rjob_free(struct rjob *j);
+
+/* ---- the outcome of a job ---------------------------------------------------- */
+
+enum rjob_status { RJOB_COMPLETED, RJOB_FAILED, RJOB_CANCELLED };
+
+struct rresult {
+	enum rjob_status status;
+	struct metrics   m;            /* every metric, runtime_s included */
+	struct buf       metrics_json; /* m as one JSON object (metrics_to_json) */
+	double          *equity;       /* owned; n values */
+	size_t           n;
+	bool             audit_ran;
+	bool             audit_passed;
+	struct buf       audit_json;   /* JSON object or empty */
+	struct buf       resources_json;
+	char             error_code[32];
+	struct buf       error_message;
+	struct buf       log_tail;
+	double           runtime_s;
+};
+
+void rresult_init(struct rresult *r);
+void rresult_free(struct rresult *r);
+/* Set status FAILED with a code and a printf message. */
+void rresult_fail(struct rresult *r, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ---- database (rdb.c) ---------------------------------------------------- */
+
+/* Open a connection from DATABASE_URL parts; NULL with a message on error. */
+MYSQL *rdb_connect(const char *url, struct buf *err);
+
+/*
+ * Claim the oldest queued run for `owner` (short transaction, FOR UPDATE SKIP
+ * LOCKED) and load everything needed to execute it. Returns 1 with *j filled,
+ * 0 when the queue is empty, -1 on a database error (message in err).
+ */
+int rdb_claim(MYSQL *c, const char *owner, struct rjob *j, struct buf *err);
+
+/*
+ * Write the outcome in one transaction guarded by (id, lease_owner = owner,
+ * attempts = j->attempt, status = running). Returns 1 written, 0 the lease
+ * was lost (nothing written), -1 on a database error.
+ */
+int rdb_finish(MYSQL *c, const char *owner, const struct rjob *j, struct rresult *r,
+	       const char *artifacts_dir, struct buf *err);
+
+/* Renew the leases of every running job of `owner`. -1 on error. */
+int rdb_heartbeat(MYSQL *c, const char *owner, struct buf *err);
+
+/*
+ * Ids of running jobs of `owner` whose cancellation was requested, appended
+ * NUL-separated to out; returns how many, or -1.
+ */
+int rdb_cancel_requests(MYSQL *c, const char *owner, struct buf *out, struct buf *err);
+
+/*
+ * Expired leases: re-queue each (attempts left) or fail it with runner_lost.
+ * Returns the number of runs re-queued, or -1.
+ */
+int rdb_reap(MYSQL *c, struct buf *err);
+
+/* Give a running job back to the queue (SIGTERM hand-back), not counting the attempt. */
+int rdb_hand_back(MYSQL *c, const char *owner, const struct rjob *j, struct buf *err);
+
+/* Fetch the metrics JSON and equity bytes of `run_id` for a verification. 1 found, 0 not, -1 error. */
+int rdb_load_reference(MYSQL *c, const char *run_id, struct buf *metrics_json, struct buf *equity, struct buf *err);
+
+/* Record a verification result (JSON object) on `run_id`. */
+int rdb_record_verification(MYSQL *c, const char *run_id, const char *json, struct buf *err);
+
+/* Append a quoted, escaped SQL string literal of n bytes to b. */
+void rdb_quote(MYSQL *c, struct buf *b, const char *s, size_t n);
+
+/* ---- pure policy (policy.c) ------------------------------------------------ */
+
+/* True if s is a canonical lower-case UUID (8-4-4-4-12). */
+bool policy_is_uuid(const char *s);
+
+/* Run failure code for a sandbox verdict status code ("timeout" -> "timeout", ...). */
+const char *policy_code_for_verdict(const char *sbx_code);
+
+/* Keep the last `max` bytes of log text, cut at a UTF-8 boundary. */
+void policy_tail(struct buf *out, const char *s, size_t n, size_t max);
+
+/* True if every present metric is finite. */
+bool policy_metrics_finite(const struct metrics *m);
+
+/*
+ * Read a metrics object written by metrics_to_json back into m (names from
+ * metric_name; null or absent -> not present). Numbers are the shortest
+ * round-trip text, so the doubles come back bit for bit. false if json is
+ * not an object.
+ */
+bool policy_metrics_from_json(const char *json, struct metrics *m);
+
+/*
+ * Compare two results for a verification: every metric (presence and bit
+ * pattern; runtime_s excluded) and the equity curves (bytes). Returns true
+ * if identical; otherwise writes a JSON object describing the first
+ * difference into diff.
+ */
+bool policy_compare(const struct metrics *a, const double *ea, size_t na,
+		    const struct metrics *b, const double *eb, size_t nb, struct buf *diff);
+
+/* Append a double as JSON: shortest round-trip text; non-finite as null. */
+void policy_json_double(struct buf *b, double v);
+
+/* ---- executing a job (job.c) ---------------------------------------------- */
+
+/*
+ * Cancellation handle of one slot: another thread may call job_cancel() at
+ * any time; the executing thread notices it between steps and the running
+ * sandbox, if any, is killed at once.
+ */
+struct job_ctl;
+
+struct job_ctl *job_ctl_new(void);
+void job_ctl_free(struct job_ctl *ctl);
+/* Ask the job of ctl to stop (reason "cancelled" or "hand_back"). Thread-safe. */
+void job_cancel(struct job_ctl *ctl, bool hand_back);
+/* True once job_cancel() was called for the current job, and whether to hand back. */
+bool job_cancelled(struct job_ctl *ctl, bool *hand_back);
+/* Reset the flags before the next job. */
+void job_ctl_reset(struct job_ctl *ctl);
+/* Make ctl the calling thread's job_ctl for sandbox registration (NULL: none). */
+void job_ctl_bind(struct job_ctl *ctl);
+
+struct job_env {
+	const char *artifacts_root;   /* ARTIFACTS_DIR: <root>/<run_id>/equity.csv */
+	unsigned    box_id;           /* distinct per slot */
+};
+
+/*
+ * Execute j: open and check the pinned dataset, run the strategy in the
+ * sandbox through the evaluator's backtest API, compute metrics, the audit
+ * and the equity; fill *r (status, metrics or error). Writes equity.csv into
+ * the artifacts directory (path into artifacts_dir). Never touches the DB.
+ */
+void job_execute(const struct job_env *env, struct job_ctl *ctl, const struct rjob *j,
+		 struct rresult *r, struct buf *artifacts_dir);
+
+/* ---- wake-ups (notify.c) ----------------------------------------------------- */
+
+/*
+ * Bind a unix datagram socket `<dir>/runner-<pid>.sock` (non-blocking,
+ * close-on-exec); stale sockets of dead runners in dir are removed. Returns
+ * the fd or -1 (the runner then relies on polling). path receives the name.
+ */
+int notify_bind(const char *dir, struct buf *path);
+/* Drain pending datagrams; returns how many were read. */
+int notify_drain(int fd);
+/* Send one datagram to every runner socket in dir (best effort). */
+void notify_all(const char *dir, const char *msg);
+
+#endif

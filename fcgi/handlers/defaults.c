@@ -1,0 +1,152 @@
+/*
+ * defaults: POST /defaults/promote (admin), GET /defaults.
+ *
+ * A promotion is a row of default_promotions (history, never rewritten);
+ * the current default of a dataset version is its newest row. A version can
+ * only be promoted on a dataset version where it has a completed run that
+ * passed the audit with finite metrics (an eligible run_metrics row); the
+ * best such run is recorded with the promotion.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "fcgi/handlers/handlers.h"
+#include "fcgi/handlers/runs_view.h"
+
+/* POST /defaults/promote {strategy_version_id, dataset_version?} */
+void h_defaults_promote(struct fcgi_ctx *c)
+{
+	static const char *const allowed[] = { "strategy_version_id", "dataset_version", NULL };
+	json_object *body = fcgi_body(c);
+	int64_t vid = 0;
+	const char *dsv = NULL;
+	long long uid;
+	bool admin;
+	if (!fcgi_json_only(c, body, allowed) ||
+	    !fcgi_json_int(c, body, "strategy_version_id", FIELD_REQUIRED, 1, INT64_MAX - 1, &vid) ||
+	    !fcgi_json_string(c, body, "dataset_version", FIELD_OPTIONAL | FIELD_NULLABLE, 0, 64, &dsv) ||
+	    !rv_caller(c, &uid, &admin))
+		return;
+	if (!dsv || !*dsv)
+		dsv = fcgi_config(c, "DATASET_VERSION");
+	if (!dsv || !*dsv)
+		dsv = "v1";
+	struct db_col one = DB_COL_INT;
+	struct db_arg varg = DB_ARG_INT(vid);
+	struct db_result res = { 0 };
+	enum db_status st = db_exec(fcgi_db(c), "SELECT id FROM strategy_versions WHERE id = ?", &varg, 1, &one, 1,
+				    NULL, NULL, &res, DB_IDEMPOTENT);
+	if (st != DB_OK)
+		goto dberr;
+	if (res.rows == 0) {
+		fcgi_reply_error(c, 404, "not_found", "strategy_version_id not found");
+		return;
+	}
+	char rid[40];
+	struct db_col rcol = DB_COL_TEXT(rid);
+	struct db_arg args[] = { DB_ARG_INT(vid), DB_ARG_TEXT(dsv) };
+	memset(&res, 0, sizeof res);
+	st = db_exec(fcgi_db(c),
+		"SELECT run_id FROM run_metrics WHERE strategy_version_id = ? AND dataset_version = ? AND eligible = 1 "
+		"ORDER BY score DESC, completed_at, run_id LIMIT 1", args, 2, &rcol, 1, NULL, NULL, &res, DB_IDEMPOTENT);
+	if (st != DB_OK)
+		goto dberr;
+	if (res.rows == 0) {
+		fcgi_reply_error(c, 409, "conflict",
+				 "strategy version %lld has no completed, audit-passed run on dataset version %s",
+				 (long long)vid, dsv);
+		return;
+	}
+	struct db_arg ins[] = { DB_ARG_TEXT(dsv), DB_ARG_INT(vid), DB_ARG_TEXT(rid), DB_ARG_INT(uid) };
+	memset(&res, 0, sizeof res);
+	st = db_exec(fcgi_db(c),
+		"INSERT INTO default_promotions (dataset_version, strategy_version_id, run_id, promoted_by) VALUES (?, ?, ?, ?)",
+		ins, 4, NULL, 0, NULL, NULL, &res, 0);
+	if (st != DB_OK)
+		goto dberr;
+	char at[RV_TS_LEN], who[130];
+	struct db_col pcols[] = { DB_COL_TEXT(at), DB_COL_TEXT(who) };
+	struct db_arg parg = DB_ARG_INT((long long)res.insert_id);
+	st = db_exec(fcgi_db(c), "SELECT " RV_TS("p.promoted_at") ", u.name FROM default_promotions p "
+		     "JOIN users u ON u.id = p.promoted_by WHERE p.id = ?", &parg, 1, pcols, 2, NULL, NULL, NULL,
+		     DB_IDEMPOTENT);
+	if (st != DB_OK)
+		goto dberr;
+	struct buf *b = fcgi_body_buf(c);
+	buf_printf(b, "{\"ok\":true,\"strategy_version_id\":%lld,\"dataset_version\":", (long long)vid);
+	rv_str(b, dsv);
+	buf_puts(b, ",\"run_id\":");
+	rv_str(b, rid);
+	buf_puts(b, ",\"promoted_by\":");
+	rv_str(b, who);
+	buf_puts(b, ",\"promoted_at\":");
+	rv_str(b, at);
+	buf_putc(b, '}');
+	fcgi_reply_buf(c, 200, "application/json");
+	return;
+dberr:
+	fcgi_reply_db_error(c, st);
+}
+
+/* Rows written so far into one JSON list. */
+struct plist {
+	size_t      n;
+	struct buf *b;
+};
+
+/* Row callback: one promotion. */
+static bool promo_row(void *ctx, const struct db_col *col, size_t ncol)
+{
+	struct plist *p = ctx;
+	(void)ncol;
+	buf_puts(p->b, p->n++ ? ",{\"dataset_version\":" : "{\"dataset_version\":");
+	rv_str(p->b, col[0].buf);
+	buf_printf(p->b, ",\"strategy_version_id\":%lld,\"strategy_name\":", col[1].i);
+	rv_str(p->b, col[2].buf);
+	buf_puts(p->b, ",\"run_id\":");
+	rv_str(p->b, col[3].buf);
+	buf_puts(p->b, ",\"score\":");
+	rv_num(p->b, col[4].is_null ? NULL : col[4].buf);
+	buf_puts(p->b, ",\"promoted_by\":");
+	rv_str(p->b, col[5].buf);
+	buf_puts(p->b, ",\"promoted_at\":");
+	rv_str(p->b, col[6].buf);
+	buf_putc(p->b, '}');
+	return true;
+}
+
+/* GET /defaults?dataset_version= */
+void h_defaults_get(struct fcgi_ctx *c)
+{
+#define PROMO_SELECT                                                                                     \
+	"SELECT p.dataset_version, p.strategy_version_id, s.name, p.run_id, CAST(m.score AS CHAR), u.name, " \
+	RV_TS("p.promoted_at") " FROM default_promotions p JOIN users u ON u.id = p.promoted_by "             \
+	"JOIN strategy_versions v ON v.id = p.strategy_version_id JOIN strategies s ON s.id = v.strategy_id " \
+	"LEFT JOIN run_metrics m ON m.run_id = p.run_id "
+	const char *dsv = fcgi_query(c, "dataset_version");
+	char dv[130], name[810], rid[40], score[40], who[130], at[RV_TS_LEN];
+	struct db_col cols[] = { DB_COL_TEXT(dv), DB_COL_INT, DB_COL_TEXT(name), DB_COL_TEXT(rid), DB_COL_TEXT(score),
+				 DB_COL_TEXT(who), DB_COL_TEXT(at) };
+	struct db_arg arg = DB_ARG_TEXT(dsv ? dsv : "");
+	struct buf *b = fcgi_body_buf(c);
+	struct plist p = { 0, b };
+	buf_puts(b, "{\"defaults\":[");
+	enum db_status st = db_exec(fcgi_db(c), PROMO_SELECT
+		"WHERE p.id IN (SELECT MAX(id) FROM default_promotions GROUP BY dataset_version) "
+		"AND (? = '' OR p.dataset_version = ?) ORDER BY p.dataset_version",
+		(struct db_arg[]){ arg, arg }, 2, cols, 7, promo_row, &p, NULL, DB_IDEMPOTENT);
+	if (st == DB_OK) {
+		buf_puts(b, "],\"history\":[");
+		p.n = 0;
+		st = db_exec(fcgi_db(c), PROMO_SELECT "WHERE (? = '' OR p.dataset_version = ?) ORDER BY p.id DESC LIMIT 500",
+			     (struct db_arg[]){ arg, arg }, 2, cols, 7, promo_row, &p, NULL, DB_IDEMPOTENT);
+	}
+	if (st != DB_OK) {
+		buf_reset(b);
+		fcgi_reply_db_error(c, st);
+		return;
+	}
+	buf_puts(b, "]}");
+	fcgi_reply_buf(c, 200, "application/json");
+#undef PROMO_SELECT
+}

@@ -1,0 +1,624 @@
+/*
+ * runs: POST /runs, GET /runs, GET /runs/{id}, POST /runs/{id}/cancel,
+ * GET /runs/{id}/equity, POST /runs/{id}/verify.
+ *
+ * The API never executes strategies: POST /runs pins the dataset hash, code
+ * hash and config hash, inserts a 'queued' row (the row is the job) and
+ * sends a wake-up datagram to the runners of this host (rv_notify). With
+ * `wait` the worker then polls the row (1 ms at first, backing off to 20 ms)
+ * until the run is finished or the wait is over; the poll is a primary-key
+ * read, so a waiting request costs a worker but almost no database work.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+#include "evaluator/canon_json.h"
+#include "evaluator/hashes.h"
+#include "evaluator/pyrepr.h"
+#include "evaluator/runner/runner.h"
+#include "fcgi/handlers/handlers.h"
+#include "fcgi/handlers/runs_view.h"
+
+#define RUNS_DEFAULT_MAX_QUEUED 100
+#define RUNS_MAX_WAIT_S 60
+#define RUNS_PARAMS_MAX 16384
+
+/* Monotonic seconds. */
+static double mono(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Sleep ms milliseconds. */
+static void sleep_ms(long ms)
+{
+	struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&t, &t) != 0 && errno == EINTR)
+		;
+}
+
+/* Status of run id into out[16] ("" if gone); false on a DB error (replied). */
+static bool run_status(struct fcgi_ctx *c, const char *id, char out[16])
+{
+	struct db_col col = { .type = DB_T_TEXT, .buf = out, .cap = 16 };
+	struct db_arg arg = DB_ARG_TEXT(id);
+	out[0] = '\0';
+	enum db_status st = db_exec(fcgi_db(c), "SELECT status FROM runs WHERE id = ?", &arg, 1, &col, 1, NULL,
+				    NULL, NULL, DB_IDEMPOTENT);
+	if (st != DB_OK) {
+		fcgi_reply_db_error(c, st);
+		return false;
+	}
+	return true;
+}
+
+/* True for the statuses a run ends in. */
+static bool finished(const char *status)
+{
+	return strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0 || strcmp(status, "cancelled") == 0;
+}
+
+/*
+ * Wait until run id is finished or `seconds` passed. Returns 1 finished,
+ * 0 still going, -1 after replying a database error.
+ */
+static int wait_run(struct fcgi_ctx *c, const char *id, double seconds)
+{
+	char status[16];
+	double deadline = mono() + seconds;
+	long step = 1;
+	for (;;) {
+		if (!run_status(c, id, status))
+			return -1;
+		if (!status[0] || finished(status))
+			return 1;
+		double left = deadline - mono();
+		if (left <= 0)
+			return 0;
+		long ms = step < (long)(left * 1000) + 1 ? step : (long)(left * 1000) + 1;
+		sleep_ms(ms);
+		if (step < 20)
+			step = step * 2 > 20 ? 20 : step * 2;
+	}
+}
+
+/* The `wait` field or query parameter in seconds (0 when absent); false after replying. */
+static bool wait_arg(struct fcgi_ctx *c, json_object *body, double *wait)
+{
+	*wait = 0;
+	if (body && !fcgi_json_number(c, body, "wait", FIELD_OPTIONAL | FIELD_NULLABLE, 0, RUNS_MAX_WAIT_S, wait))
+		return false;
+	if (*wait == 0 && fcgi_query(c, "wait")) {
+		int64_t w;
+		if (!fcgi_query_int(c, "wait", 0, RUNS_MAX_WAIT_S, 0, &w))
+			return false;
+		*wait = (double)w;
+	}
+	return true;
+}
+
+/* The strategy version as POST /runs needs it. */
+struct version_info {
+	long long owner_id;
+	char      code_hash[65];
+	char      kind[16];
+	char      params[RUNS_PARAMS_MAX + 1];
+};
+
+/* Load version id visible to the caller. 1 found, 0 not (or not visible), -1 replied. */
+static int load_version(struct fcgi_ctx *c, long long id, long long uid, bool admin, struct version_info *v)
+{
+	struct db_col cols[] = { DB_COL_INT, DB_COL_TEXT(v->code_hash), DB_COL_TEXT(v->kind), DB_COL_TEXT(v->params) };
+	struct db_arg arg = DB_ARG_INT(id);
+	struct db_result res = { 0 };
+	enum db_status st = db_exec(fcgi_db(c),
+		"SELECT s.owner_id, v.code_hash, v.kind, v.params FROM strategy_versions v "
+		"JOIN strategies s ON s.id = v.strategy_id WHERE v.id = ?",
+		&arg, 1, cols, 4, NULL, NULL, &res, DB_IDEMPOTENT);
+	if (st != DB_OK) {
+		fcgi_reply_db_error(c, st);
+		return -1;
+	}
+	if (res.rows == 0)
+		return 0;
+	v->owner_id = cols[0].i;
+	return admin || v->owner_id == uid ? 1 : 0;
+}
+
+/* The registered dataset version. */
+struct dataset_info {
+	long long id;
+	char      hash[65];
+	char      assets[65536];
+};
+
+/* Load dataset `version`. 1 found, 0 not, -1 replied. */
+static int load_dataset(struct fcgi_ctx *c, const char *version, struct dataset_info *d)
+{
+	struct db_col cols[] = { DB_COL_INT, DB_COL_TEXT(d->hash), DB_COL_TEXT(d->assets) };
+	struct db_arg arg = DB_ARG_TEXT(version);
+	struct db_result res = { 0 };
+	enum db_status st = db_exec(fcgi_db(c), "SELECT id, dataset_hash, assets FROM datasets WHERE version = ?",
+				    &arg, 1, cols, 3, NULL, NULL, &res, DB_IDEMPOTENT);
+	if (st != DB_OK) {
+		fcgi_reply_db_error(c, st);
+		return -1;
+	}
+	d->id = cols[0].i;
+	return res.rows > 0 ? 1 : 0;
+}
+
+/* True if asset is listed in the JSON array text assets. */
+static bool has_asset(const char *assets, const char *asset)
+{
+	json_object *a = json_tokener_parse(assets);
+	bool found = false;
+	for (size_t i = 0; a && json_object_is_type(a, json_type_array) && i < json_object_array_length(a); i++)
+		if (strcmp(json_object_get_string(json_object_array_get_idx(a, i)), asset) == 0)
+			found = true;
+	json_object_put(a);
+	return found;
+}
+
+/* Queued runs of the owner; -1 after replying. */
+static long long queued_count(struct fcgi_ctx *c, long long owner)
+{
+	struct db_col col = DB_COL_INT;
+	struct db_arg arg = DB_ARG_INT(owner);
+	enum db_status st = db_exec(fcgi_db(c), "SELECT COUNT(*) FROM runs WHERE owner_id = ? AND status = 'queued'",
+				    &arg, 1, &col, 1, NULL, NULL, NULL, DB_IDEMPOTENT);
+	if (st != DB_OK) {
+		fcgi_reply_db_error(c, st);
+		return -1;
+	}
+	return col.i;
+}
+
+/* The per-user limit of queued runs (RUNS_MAX_QUEUED). */
+static long long max_queued(struct fcgi_ctx *c)
+{
+	const char *v = fcgi_config(c, "RUNS_MAX_QUEUED");
+	long long n = v ? atoll(v) : 0;
+	return n > 0 ? n : RUNS_DEFAULT_MAX_QUEUED;
+}
+
+/* Fields of a run to queue. */
+struct new_run {
+	long long   owner_id, version_id, dataset_id;
+	const char *dataset_version, *dataset_hash, *code_hash, *config_hash, *params, *asset, *verify_of;
+	bool        audit;
+};
+
+/* Insert a queued run with a fresh id into id[37]. false after replying. */
+static bool insert_run(struct fcgi_ctx *c, const struct new_run *n, char id[37])
+{
+	rv_uuid(id);
+	struct db_arg args[] = {
+		DB_ARG_TEXT(id), DB_ARG_INT(n->owner_id), DB_ARG_INT(n->version_id), DB_ARG_INT(n->dataset_id),
+		DB_ARG_TEXT(n->dataset_version), DB_ARG_TEXT(n->dataset_hash), DB_ARG_TEXT(n->code_hash),
+		DB_ARG_TEXT(n->config_hash), DB_ARG_TEXT(n->params),
+		n->asset ? DB_ARG_TEXT(n->asset) : DB_ARG_NULL, DB_ARG_INT(n->audit ? 1 : 0),
+		n->verify_of ? DB_ARG_TEXT(n->verify_of) : DB_ARG_NULL,
+	};
+	enum db_status st = db_exec(fcgi_db(c),
+		"INSERT INTO runs (id, owner_id, strategy_version_id, dataset_id, dataset_version, dataset_hash, "
+		"code_hash, config_hash, params, asset, audit, verify_of) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		args, sizeof args / sizeof args[0], NULL, 0, NULL, NULL, NULL, 0);
+	if (st != DB_OK) {
+		fcgi_reply_db_error(c, st);
+		return false;
+	}
+	rv_notify(c, "q");
+	return true;
+}
+
+/* Reply with run id after an optional wait: 200 when finished within it, else 202. */
+static void reply_after_wait(struct fcgi_ctx *c, const char *id, double wait)
+{
+	int done = 0;
+	if (wait > 0 && (done = wait_run(c, id, wait)) < 0)
+		return;
+	char loc[64];
+	snprintf(loc, sizeof loc, "/runs/%s", id);
+	fcgi_add_header(c, "Location", loc);
+	rv_reply_run(c, done ? 200 : 202, id);
+}
+
+/* POST /runs */
+void h_runs_create(struct fcgi_ctx *c)
+{
+	static const char *const allowed[] = { "strategy_version_id", "strategy_path", "dataset_version", "params",
+					       "asset", "audit", "wait", "trusted", NULL };
+	json_object *body = fcgi_body(c), *params = NULL;
+	int64_t vid = 0;
+	const char *path = NULL, *dsv = NULL, *asset = NULL;
+	bool audit = true, admin;
+	double wait;
+	long long uid;
+	char cfg_hash[65], err[256], id[37];
+	struct buf canon = BUF_INIT;
+	json_object *defaults = NULL;
+	if (!fcgi_json_only(c, body, allowed) ||
+	    !fcgi_json_int(c, body, "strategy_version_id", FIELD_OPTIONAL | FIELD_NULLABLE, 1, INT64_MAX - 1, &vid) ||
+	    !fcgi_json_string(c, body, "strategy_path", FIELD_OPTIONAL | FIELD_NULLABLE, 1, 4096, &path) ||
+	    !fcgi_json_string(c, body, "dataset_version", FIELD_OPTIONAL | FIELD_NULLABLE, 0, 64, &dsv) ||
+	    !fcgi_json_object(c, body, "params", FIELD_OPTIONAL, &params) ||
+	    !fcgi_json_string(c, body, "asset", FIELD_OPTIONAL | FIELD_NULLABLE, 1, 32, &asset) ||
+	    !fcgi_json_bool(c, body, "audit", FIELD_OPTIONAL | FIELD_NULLABLE, &audit) ||
+	    !wait_arg(c, body, &wait) || !rv_caller(c, &uid, &admin))
+		goto out;
+	if (!vid && !path) {
+		fcgi_reply_error(c, 400, "missing_field", "Provide strategy_version_id or strategy_path");
+		goto out;
+	}
+	if (!vid) {
+		if (!admin) {
+			fcgi_reply_error(c, 403, "forbidden", "running a server file by strategy_path needs the admin role");
+			goto out;
+		}
+		long long v;
+		if (!st_register_path(c, path, uid, &v, NULL))
+			goto out;
+		vid = v;
+	}
+	struct version_info *v = arena_alloc(fcgi_arena(c), sizeof *v);
+	int got = load_version(c, vid, uid, admin, v);
+	if (got <= 0) {
+		if (got == 0)
+			fcgi_reply_error(c, 404, "not_found", "strategy_version_id not found");
+		goto out;
+	}
+	if (!dsv || !*dsv)
+		dsv = fcgi_config(c, "DATASET_VERSION");
+	if (!dsv || !*dsv)
+		dsv = "v1";
+	struct dataset_info *d = arena_alloc(fcgi_arena(c), sizeof *d);
+	if ((got = load_dataset(c, dsv, d)) <= 0) {
+		if (got == 0)
+			fcgi_reply_error(c, 404, "not_found", "dataset_version '%s' is not registered (see GET /datasets)", dsv);
+		goto out;
+	}
+	if (asset && !has_asset(d->assets, asset)) {
+		fcgi_reply_error(c, 400, "invalid_field", "asset '%s' is not in dataset %s", asset, dsv);
+		goto out;
+	}
+	if (!params) {
+		defaults = json_tokener_parse(v->params);
+		params = defaults;
+	}
+	if (hash_config(dsv, params, NULL, cfg_hash, &canon, err, sizeof err) != 0) {
+		fcgi_reply_error(c, 400, "invalid_field", "params: %s", err);
+		goto out;
+	}
+	buf_reset(&canon);
+	if (cj_write(&canon, params, err, sizeof err) != 0 || canon.len > RUNS_PARAMS_MAX) {
+		fcgi_reply_error(c, 400, "invalid_field", "params: %s",
+				 canon.len > RUNS_PARAMS_MAX ? "larger than 16 KiB" : err);
+		goto out;
+	}
+	const char *ptext = buf_cstr(&canon);
+	long long q = queued_count(c, v->owner_id);
+	if (q < 0)
+		goto out;
+	if (q >= max_queued(c)) {
+		fcgi_add_header(c, "Retry-After", "5");
+		fcgi_reply_error(c, 429, "rate_limited", "%lld runs are already queued for this user (limit %lld); retry later",
+				 q, max_queued(c));
+		goto out;
+	}
+	struct new_run n = {
+		.owner_id = v->owner_id, .version_id = vid, .dataset_id = d->id, .dataset_version = dsv,
+		.dataset_hash = d->hash, .code_hash = v->code_hash, .config_hash = cfg_hash, .params = ptext,
+		.asset = asset, .audit = audit,
+	};
+	if (!insert_run(c, &n, id))
+		goto out;
+	reply_after_wait(c, id, wait);
+out:
+	json_object_put(defaults);
+	buf_free(&canon);
+}
+
+/* Load run {id} for the caller: 1 ok, 0 replied 404, -1 replied an error. */
+static int visible_run(struct fcgi_ctx *c, struct rv_run *r)
+{
+	long long uid;
+	bool admin;
+	if (!rv_caller(c, &uid, &admin))
+		return -1;
+	int got = rv_load_run(c, fcgi_param(c, "id"), r);
+	if (got < 0)
+		return -1;
+	if (got == 0 || (!admin && r->owner_id != uid)) {
+		fcgi_reply_error(c, 404, "not_found", "run_id not found");
+		return 0;
+	}
+	return 1;
+}
+
+/* GET /runs/{id} */
+void h_runs_get(struct fcgi_ctx *c)
+{
+	struct rv_run *r = arena_alloc(fcgi_arena(c), sizeof *r);
+	if (visible_run(c, r) <= 0)
+		return;
+	struct buf *b = fcgi_body_buf(c);
+	rv_write_run(b, r);
+	fcgi_reply_buf(c, 200, "application/json");
+}
+
+/* List state of GET /runs. */
+struct list_ctx {
+	struct buf *b;
+	size_t      n, limit;
+	long long   last_seq;
+};
+
+/* Row callback: one run summary. */
+static bool list_row(void *ctx, const struct db_col *col, size_t ncol)
+{
+	struct list_ctx *l = ctx;
+	(void)ncol;
+	if (l->n == l->limit) {
+		l->n++;   /* one more exists: there is a next page */
+		return false;
+	}
+	struct buf *b = l->b;
+	buf_puts(b, l->n ? ",{\"run_id\":" : "{\"run_id\":");
+	rv_str(b, col[0].buf);
+	buf_printf(b, ",\"strategy_version_id\":%lld,\"dataset_version\":", col[1].i);
+	rv_str(b, col[2].buf);
+	buf_puts(b, ",\"status\":");
+	rv_str(b, col[3].buf);
+	buf_puts(b, ",\"score\":");
+	rv_num(b, col[4].is_null ? NULL : col[4].buf);
+	buf_puts(b, ",\"error_code\":");
+	rv_str(b, col[5].is_null ? NULL : col[5].buf);
+	buf_puts(b, ",\"queued_at\":");
+	rv_str(b, col[6].buf);
+	buf_puts(b, ",\"completed_at\":");
+	rv_str(b, col[7].is_null ? NULL : col[7].buf);
+	buf_printf(b, ",\"attempts\":%lld,\"verify_of\":", col[8].i);
+	rv_str(b, col[10].is_null ? NULL : col[10].buf);
+	buf_putc(b, '}');
+	l->last_seq = col[9].i;
+	l->n++;
+	return true;
+}
+
+/* GET /runs?status=&strategy_version_id=&dataset_version=&limit=&cursor= */
+void h_runs_list(struct fcgi_ctx *c)
+{
+	static const char *const statuses[] = { "queued", "running", "completed", "failed", "cancelled", NULL };
+	long long uid;
+	bool admin;
+	int64_t limit, cursor, vid;
+	const char *status = fcgi_query(c, "status"), *dsv = fcgi_query(c, "dataset_version");
+	if (!rv_caller(c, &uid, &admin) || !fcgi_query_int(c, "limit", 1, 200, 50, &limit) ||
+	    !fcgi_query_int(c, "cursor", 1, INT64_MAX - 1, INT64_MAX - 1, &cursor) ||
+	    !fcgi_query_int(c, "strategy_version_id", 1, INT64_MAX - 1, 0, &vid))
+		return;
+	if (status) {
+		bool ok = false;
+		for (int i = 0; statuses[i]; i++)
+			ok |= strcmp(status, statuses[i]) == 0;
+		if (!ok) {
+			fcgi_reply_error(c, 400, "invalid_field", "status must be one of queued, running, completed, failed, cancelled");
+			return;
+		}
+	}
+	if (dsv && strlen(dsv) > 64) {
+		fcgi_reply_error(c, 400, "invalid_field", "dataset_version is too long");
+		return;
+	}
+	struct buf sql = BUF_INIT;
+	struct db_arg args[5];
+	size_t na = 0;
+	buf_puts(&sql, "SELECT r.id, r.strategy_version_id, r.dataset_version, r.status, CAST(m.score AS CHAR), "
+		       "r.error_code, " RV_TS("r.queued_at") ", " RV_TS("r.completed_at") ", r.attempts, r.seq, "
+		       "r.verify_of FROM runs r LEFT JOIN run_metrics m ON m.run_id = r.id WHERE r.seq < ?");
+	args[na++] = DB_ARG_INT(cursor);
+	if (!admin) {
+		buf_puts(&sql, " AND r.owner_id = ?");
+		args[na++] = DB_ARG_INT(uid);
+	}
+	if (status) {
+		buf_puts(&sql, " AND r.status = ?");
+		args[na++] = DB_ARG_TEXT(status);
+	}
+	if (vid) {
+		buf_puts(&sql, " AND r.strategy_version_id = ?");
+		args[na++] = DB_ARG_INT(vid);
+	}
+	if (dsv) {
+		buf_puts(&sql, " AND r.dataset_version = ?");
+		args[na++] = DB_ARG_TEXT(dsv);
+	}
+	buf_printf(&sql, " ORDER BY r.seq DESC LIMIT %lld", (long long)limit + 1);
+	char id[40], dv[130], st[16], score[40], ec[40], qa[RV_TS_LEN], ca[RV_TS_LEN], vof[40];
+	struct db_col cols[] = { DB_COL_TEXT(id), DB_COL_INT, DB_COL_TEXT(dv), DB_COL_TEXT(st), DB_COL_TEXT(score),
+				 DB_COL_TEXT(ec), DB_COL_TEXT(qa), DB_COL_TEXT(ca), DB_COL_INT, DB_COL_INT,
+				 DB_COL_TEXT(vof) };
+	struct buf *b = fcgi_body_buf(c);
+	struct list_ctx l = { .b = b, .limit = (size_t)limit };
+	buf_puts(b, "{\"runs\":[");
+	enum db_status dst = db_exec(fcgi_db(c), sql.data, args, na, cols, sizeof cols / sizeof cols[0], list_row, &l,
+				     NULL, DB_IDEMPOTENT);
+	buf_free(&sql);
+	if (dst != DB_OK) {
+		buf_reset(b);
+		fcgi_reply_db_error(c, dst);
+		return;
+	}
+	if (l.n > l.limit)
+		buf_printf(b, "],\"next_cursor\":\"%lld\"}", l.last_seq);
+	else
+		buf_puts(b, "],\"next_cursor\":null}");
+	fcgi_reply_buf(c, 200, "application/json");
+}
+
+/* POST /runs/{id}/cancel */
+void h_runs_cancel(struct fcgi_ctx *c)
+{
+	struct rv_run *r = arena_alloc(fcgi_arena(c), sizeof *r);
+	struct db_result res = { 0 };
+	if (visible_run(c, r) <= 0)
+		return;
+	struct db_arg arg = DB_ARG_TEXT(r->id);
+	enum db_status st = db_exec(fcgi_db(c),
+		"UPDATE runs SET status = 'cancelled', completed_at = NOW(6), error_code = 'cancelled', "
+		"error_message = 'cancelled before it started', lease_owner = NULL, lease_expires_at = NULL "
+		"WHERE id = ? AND status = 'queued'", &arg, 1, NULL, 0, NULL, NULL, &res, 0);
+	if (st == DB_OK && res.affected == 0)
+		st = db_exec(fcgi_db(c), "UPDATE runs SET cancel_requested = 1 WHERE id = ? AND status = 'running'",
+			     &arg, 1, NULL, 0, NULL, NULL, &res, 0);
+	if (st != DB_OK) {
+		fcgi_reply_db_error(c, st);
+		return;
+	}
+	if (res.affected == 0 && strcmp(r->status, "running") != 0 && strcmp(r->status, "queued") != 0) {
+		fcgi_reply_error(c, 409, "conflict", "run %s is already %s", r->id, r->status);
+		return;
+	}
+	rv_notify(c, "c");
+	double wait = 0;
+	if (fcgi_query(c, "wait")) {
+		int64_t w;
+		if (!fcgi_query_int(c, "wait", 0, RUNS_MAX_WAIT_S, 0, &w))
+			return;
+		wait = (double)w;
+	}
+	if (wait > 0 && wait_run(c, r->id, wait) < 0)
+		return;
+	rv_reply_run(c, 202, r->id);
+}
+
+/* True if the client asked for JSON (Accept or ?format=json). */
+static bool wants_json(struct fcgi_ctx *c)
+{
+	const char *f = fcgi_query(c, "format");
+	if (f)
+		return strcmp(f, "json") == 0;
+	const char *acc = fcgi_header(c, "HTTP_ACCEPT");
+	return acc && strstr(acc, "application/json") && !strstr(acc, "text/csv");
+}
+
+/* GET /runs/{id}/equity */
+void h_runs_equity(struct fcgi_ctx *c)
+{
+	long long uid;
+	bool admin;
+	const char *id = fcgi_param(c, "id");
+	if (!rv_caller(c, &uid, &admin))
+		return;
+	char status[16];
+	struct db_col cols[] = { DB_COL_INT, DB_COL_TEXT(status), DB_COL_INT };
+	struct db_arg arg = DB_ARG_TEXT(id);
+	struct db_result res = { 0 };
+	enum db_status st = db_exec(fcgi_db(c),
+		"SELECT r.owner_id, r.status, COALESCE(e.n, -1) FROM runs r LEFT JOIN run_equity e ON e.run_id = r.id "
+		"WHERE r.id = ?", &arg, 1, cols, 3, NULL, NULL, &res, DB_IDEMPOTENT);
+	if (st != DB_OK) {
+		fcgi_reply_db_error(c, st);
+		return;
+	}
+	if (res.rows == 0 || (!admin && cols[0].i != uid)) {
+		fcgi_reply_error(c, 404, "not_found", "run_id not found");
+		return;
+	}
+	if (cols[2].i < 0) {
+		fcgi_reply_error(c, 409, "conflict", "run %s has no equity curve (status %s)", id, status);
+		return;
+	}
+	size_t n = (size_t)cols[2].i, bytes = n * sizeof(double);
+	struct db_col data = { .type = DB_T_BLOB, .buf = arena_alloc(fcgi_arena(c), bytes + 1), .cap = bytes + 1 };
+	st = db_exec(fcgi_db(c), "SELECT data FROM run_equity WHERE run_id = ?", &arg, 1, &data, 1, NULL, NULL, NULL,
+		     DB_IDEMPOTENT);
+	if (st != DB_OK) {
+		fcgi_reply_db_error(c, st);
+		return;
+	}
+	if (data.len != bytes) {
+		fcgi_reply_error(c, 500, "internal", "stored equity curve of run %s is damaged", id);
+		return;
+	}
+	bool json = wants_json(c);
+	struct buf *b = fcgi_body_buf(c);
+	char num[PYREPR_MAX];
+	if (json) {
+		buf_puts(b, "{\"run_id\":");
+		rv_str(b, id);
+		buf_puts(b, ",\"equity\":[");
+	} else {
+		buf_puts(b, "step,equity\n");
+	}
+	for (size_t i = 0; i < n; i++) {
+		double x;
+		memcpy(&x, data.buf + i * sizeof x, sizeof x);
+		pyrepr_double(x, num);
+		if (json)
+			buf_printf(b, "%s%s", i ? "," : "", num);
+		else
+			buf_printf(b, "%zu,%s\n", i, num);
+	}
+	if (json)
+		buf_puts(b, "]}");
+	fcgi_reply_buf(c, 200, json ? "application/json" : "text/csv; charset=utf-8");
+}
+
+/* POST /runs/{id}/verify */
+void h_runs_verify(struct fcgi_ctx *c)
+{
+	struct rv_run *r = arena_alloc(fcgi_arena(c), sizeof *r);
+	double wait = 0;
+	char id[37];
+	if (visible_run(c, r) <= 0 || !wait_arg(c, fcgi_body(c), &wait))
+		return;
+	if (strcmp(r->status, "completed") != 0 || r->verify_of) {
+		fcgi_reply_error(c, 409, "conflict", "only a completed run can be verified (run %s is %s)", r->id, r->status);
+		return;
+	}
+	struct db_col dcol = DB_COL_INT;
+	struct db_arg arg = DB_ARG_TEXT(r->id);
+	enum db_status st = db_exec(fcgi_db(c), "SELECT dataset_id FROM runs WHERE id = ?", &arg, 1, &dcol, 1, NULL,
+				    NULL, NULL, DB_IDEMPOTENT);
+	if (st != DB_OK) {
+		fcgi_reply_db_error(c, st);
+		return;
+	}
+	struct new_run n = {
+		.owner_id = r->owner_id, .version_id = r->strategy_version_id, .dataset_id = dcol.i,
+		.dataset_version = r->dataset_version, .dataset_hash = r->dataset_hash, .code_hash = r->code_hash,
+		.config_hash = r->config_hash, .params = r->params ? r->params : "{}", .asset = r->asset,
+		.audit = r->audit_requested, .verify_of = r->id,
+	};
+	if (!insert_run(c, &n, id))
+		return;
+	int done = 0;
+	if (wait > 0 && (done = wait_run(c, id, wait)) < 0)
+		return;
+	struct rv_run *orig = arena_alloc(fcgi_arena(c), sizeof *orig);
+	if (rv_load_run(c, r->id, orig) < 0)
+		return;
+	char vstatus[16];
+	if (!run_status(c, id, vstatus))
+		return;
+	struct buf *b = fcgi_body_buf(c);
+	buf_puts(b, "{\"run_id\":");
+	rv_str(b, r->id);
+	buf_puts(b, ",\"verification_run_id\":");
+	rv_str(b, id);
+	buf_puts(b, ",\"status\":");
+	rv_str(b, vstatus);
+	buf_puts(b, ",\"verification\":");
+	rv_raw(b, done ? orig->verification : NULL);
+	buf_putc(b, '}');
+	fcgi_reply_buf(c, done ? 200 : 202, "application/json");
+}
