@@ -147,6 +147,9 @@ static void copy_layout(struct ds_writer *w, const struct ds_layout *l)
 
 struct ds_writer *ds_writer_begin(const char *dir, const struct ds_layout *l, struct ds_error *e)
 {
+	struct ds_error local;
+	if (!e)
+		e = &local; /* codes are read back from e */
 	struct ds_writer *w = NULL;
 	struct stat st;
 	char *tmp = NULL, *d1 = NULL, *d2 = NULL;
@@ -270,6 +273,9 @@ out:
 
 enum ds_err ds_writer_put_ts(struct ds_writer *w, const int64_t *ts, struct ds_error *e)
 {
+	struct ds_error local;
+	if (!e)
+		e = &local; /* codes are read back from e */
 	if (w->have_ts)
 		return ds__fail(e, DS_ERR_INPUT, 0, "timestamps already written");
 	long bad = ds__check_ts(ts, w->bars, w->interval_ms);
@@ -277,7 +283,7 @@ enum ds_err ds_writer_put_ts(struct ds_writer *w, const int64_t *ts, struct ds_e
 		return ds__fail(e, DS_ERR_INPUT, 0, "bar %ld: timestamps must increase by multiples of %lld ms",
 				bad, (long long)w->interval_ms);
 	if (write_col(w, DS_TS_FILE, ts, w->bars, 0, w->ts_hex, e))
-		return e ? e->code : DS_ERR_IO;
+		return e->code;
 	w->have_ts = 1;
 	w->first_ts = ts[0];
 	w->last_ts = ts[w->bars - 1];
@@ -287,13 +293,16 @@ enum ds_err ds_writer_put_ts(struct ds_writer *w, const int64_t *ts, struct ds_e
 enum ds_err ds_writer_put(struct ds_writer *w, size_t asset, size_t field, const double *col,
 			  struct ds_error *e)
 {
+	struct ds_error local;
+	if (!e)
+		e = &local; /* codes are read back from e */
 	char name[2 * DS_MAX_NAME + 8];
 	if (!w->have_ts || asset >= w->n_assets || field >= w->n_fields ||
 	    asset * w->n_fields + field != w->next_col)
 		return ds__fail(e, DS_ERR_INPUT, 0, "columns must be put in canonical order (ts, then asset by asset, field by field)");
 	ds__col_file(name, sizeof name, w->assets[asset], w->fields[field]); /* names validated: fits */
 	if (write_col(w, name, col, w->bars, 1, w->col_hex[w->next_col], e))
-		return e ? e->code : DS_ERR_IO;
+		return e->code;
 	w->next_col++;
 	return DS_OK;
 }
@@ -372,6 +381,9 @@ static int sync_dir(const char *dir)
 
 enum ds_err ds_writer_commit(struct ds_writer *w, char hash[65], struct ds_error *e)
 {
+	struct ds_error local;
+	if (!e)
+		e = &local; /* codes are read back from e */
 	enum ds_err rc = DS_OK;
 	char h[65];
 	if (!w->have_ts || w->next_col != w->n_assets * w->n_fields) {
@@ -381,10 +393,12 @@ enum ds_err ds_writer_commit(struct ds_writer *w, char hash[65], struct ds_error
 	}
 	ds__dataset_hash(w->interval_ms, w->bars, w->n_assets, w->assets, w->n_fields, w->fields,
 			 w->ts_hex, w->col_hex, h);
-	if (write_manifest(w, h, e) != 0 || sync_dir(w->tmp_dir) != 0) {
-		rc = e ? e->code : DS_ERR_IO;
-		if (rc == DS_OK)
-			rc = ds__fail(e, DS_ERR_IO, 0, "%s: fsync: %s", w->tmp_dir, strerror(errno));
+	if (write_manifest(w, h, e) != 0) {
+		rc = e->code;
+		goto fail;
+	}
+	if (sync_dir(w->tmp_dir) != 0) {
+		rc = ds__fail(e, DS_ERR_IO, 0, "%s: fsync: %s", w->tmp_dir, strerror(errno));
 		goto fail;
 	}
 	if (renameat2(AT_FDCWD, w->tmp_dir, AT_FDCWD, w->final_dir, RENAME_NOREPLACE) != 0) {

@@ -44,7 +44,7 @@ static enum ds_err import_prices(const char *dir, const char *version, const cha
 {
 	struct dataset *src = ds_load_prices_csv(file, asset, e);
 	if (!src)
-		return e ? e->code : DS_ERR_INPUT;
+		return e->code;
 	enum ds_err rc;
 	const char *names[1] = { ds_asset_name(src, 0) };
 	static const char *const fields[1] = { "close" };
@@ -60,7 +60,7 @@ static enum ds_err import_prices(const char *dir, const char *version, const cha
 			       .source_json = sj };
 	struct ds_writer *w = ds_writer_begin(dir, &l, e);
 	if (!w) {
-		rc = e ? e->code : DS_ERR_IO;
+		rc = e->code;
 		goto out;
 	}
 	if ((rc = ds_writer_put_ts(w, ds_timestamps(src), e)) != DS_OK ||
@@ -78,6 +78,9 @@ enum ds_err import_files(enum import_format fmt, const char *dir, const char *ve
 			 const char *asset, size_t n, const char *const *files,
 			 char hash[65], struct ds_error *e)
 {
+	struct ds_error local;
+	if (!e)
+		e = &local; /* the format code below reads e->code */
 	if (n == 0)
 		return ds__fail(e, DS_ERR_INPUT, 0, "no input files");
 	if (n > IMPORT_MAX_FILES)

@@ -100,7 +100,8 @@ static int parse_kline(char **f, const char *name, long line, int file, int64_t 
 		return ds__fail(e, DS_ERR_INPUT, line, "%s line %ld: inconsistent interval: %lld ms, earlier rows %lld ms", name, line,
 				(long long)interval, (long long)rows->interval), -1;
 	}
-	if (rows->n && ((uint64_t)open_ms - (uint64_t)rows->ts[0]) % (uint64_t)interval != 0)
+	/* times are >= 0 (parse_time), so the difference cannot overflow */
+	if (rows->n && (open_ms - rows->ts[0]) % interval != 0)
 		return ds__fail(e, DS_ERR_INPUT, line, "%s line %ld: open time off the %lld ms grid of earlier rows", name, line,
 				(long long)interval), -1;
 	push_row(rows, open_ms, v, line, file);
@@ -209,7 +210,7 @@ static int common_grid(struct kline_rows *rows, size_t n_assets, const char *con
 		if (r->interval != iv)
 			return ds__fail(e, DS_ERR_INPUT, r->interval_line, "%s line %ld: inconsistent interval: %lld ms, other assets %lld ms",
 					files[r->interval_file], r->interval_line, (long long)r->interval, (long long)iv), -1;
-		if (((uint64_t)r->ts[0] - (uint64_t)rows[0].ts[0]) % (uint64_t)iv != 0)
+		if ((r->ts[0] - rows[0].ts[0]) % iv != 0) /* times >= 0: no overflow */
 			return ds__fail(e, DS_ERR_INPUT, r->line[0], "%s line %ld: open time off the %lld ms grid of the other assets",
 					files[r->file[0]], r->line[0], (long long)iv), -1;
 		lo = r->ts[0] < lo ? r->ts[0] : lo;
@@ -340,18 +341,18 @@ enum ds_err import__klines(const char *dir, const char *version, const char *ass
 	s.file_hex = xcalloc(n, sizeof *s.file_hex);
 	s.rows = xcalloc(n, sizeof *s.rows);
 	if (assign_assets(&s, asset, n, files, e) || read_all(&s, n, files, e))
-		goto out;
+		goto fail;
 	for (size_t a = 0; a < s.n_assets; a++)
 		if (sort_asset(&s.rows[a], files, e))
-			goto out;
+			goto fail;
 	if (common_grid(s.rows, s.n_assets, files, &first, &bars, e))
-		goto out;
+		goto fail;
 	source_json(&src, files, s.file_asset, s.assets, (const char (*)[65])s.file_hex, n);
 	struct ds_layout l = { .version = version, .n_assets = s.n_assets, .assets = (const char *const *)s.assets,
 			       .interval_ms = s.rows[0].interval, .bars = bars, .source_json = buf_cstr(&src) };
 	struct ds_writer *w = ds_writer_begin(dir, &l, e);
 	if (!w) {
-		rc = e ? e->code : DS_ERR_IO;
+		rc = e->code;
 		goto out;
 	}
 	if ((rc = write_grid(w, s.rows, s.n_assets, first, bars, e)) != DS_OK) {
@@ -359,6 +360,9 @@ enum ds_err import__klines(const char *dir, const char *version, const char *ass
 		goto out;
 	}
 	rc = ds_writer_commit(w, hash, e);
+	goto out;
+fail:
+	rc = e->code;
 out:
 	for (size_t a = 0; a < n; a++)
 		import_kline_rows_free(&s.rows[a]);

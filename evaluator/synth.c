@@ -361,6 +361,9 @@ out:
 enum ds_err synth_write(const char *dir, const char *version, const struct synth_config *c,
 			char hash[65], struct ds_error *e)
 {
+	struct ds_error local;
+	if (!e)
+		e = &local; /* codes are read back from e */
 	int idx[SYNTH_N_ASSETS];
 	const char *names[SYNTH_N_ASSETS];
 	char src[512];
@@ -372,7 +375,7 @@ enum ds_err synth_write(const char *dir, const char *version, const struct synth
 	if (!(c->kappa >= 0.0 && c->kappa < 0.9))
 		return ds__fail(e, DS_ERR_INPUT, 0, "kappa must be in [0, 0.9)");
 	if (resolve_assets(c, idx, &n, e))
-		return e ? e->code : DS_ERR_INPUT;
+		return e->code;
 	for (size_t i = 0; i < n; i++)
 		names[i] = synth_assets[idx[i]];
 	source_json(c, src, sizeof src);
@@ -381,7 +384,7 @@ enum ds_err synth_write(const char *dir, const char *version, const struct synth
 			       .source_json = src };
 	struct ds_writer *w = ds_writer_begin(dir, &l, e);
 	if (!w)
-		return e ? e->code : DS_ERR_IO;
+		return e->code;
 	enum ds_err rc = write_all(w, c, idx, n, e);
 	if (rc != DS_OK) {
 		ds_writer_abort(w);
