@@ -234,6 +234,22 @@ int sbx_cg_dirfd(const struct sbx_cgroup *cg)
 	return open(cg->dir[0], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
+int sbx_cg_procs_fds(const struct sbx_cgroup *cg, int *fds)
+{
+	int n = cg->version == 2 ? 1 : CG__MAX;
+	for (int i = 0; i < n; i++) {
+		char path[600];
+		snprintf(path, sizeof path, "%s/cgroup.procs", cg->dir[i]);
+		fds[i] = open(path, O_WRONLY | O_CLOEXEC);
+		if (fds[i] < 0) {
+			while (i-- > 0)
+				close(fds[i]);
+			return -1;
+		}
+	}
+	return n;
+}
+
 int sbx_cg_enter(struct sbx_cgroup *cg, pid_t pid)
 {
 	char v[32];

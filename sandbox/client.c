@@ -183,6 +183,11 @@ int sbx_start(const struct sbx_spec *spec, struct sbx_run *run, char *err, size_
 		snprintf(err, errlen, "unknown sandbox mode %d", (int)spec->mode);
 		return -1;
 	}
+	if (sbx_zygote_enabled() && !spec->rw_workdir && !(spec->ro_binds && spec->ro_binds[0])) {
+		if (sbx_zygote_start(spec, run, err, errlen) == 0)
+			return 0;
+		err[0] = '\0'; /* no zygote (pool busy or failing): one-shot instead */
+	}
 	return sbx_helper_start(spec, run, err, errlen);
 }
 
@@ -218,15 +223,16 @@ int sbx_finish(struct sbx_run *run, struct sbx_verdict *v)
 		return -1;
 	ssize_t n = read_record(priv->verdict_fd, meta, sizeof meta);
 	xclose(&priv->verdict_fd);
+	if (n > 0 && (size_t)n <= SBX_META_MAX && sbx_verdict_parse(meta, (size_t)n, v) == 0)
+		rc = 0;
+	else
+		snprintf(v->message, sizeof v->message, "the sandbox supervisor ended without a verdict");
+	priv->ended_badly = rc != 0;
 	if (priv->finish)
 		priv->finish(run);
 	else if (run->pid > 0)
 		while (waitpid(run->pid, NULL, 0) < 0 && errno == EINTR)
 			;
-	if (n > 0 && (size_t)n <= SBX_META_MAX && sbx_verdict_parse(meta, (size_t)n, v) == 0)
-		rc = 0;
-	else
-		snprintf(v->message, sizeof v->message, "the sandbox supervisor ended without a verdict");
 	free(priv);
 	run->priv = NULL;
 	run->pid = -1;

@@ -6,14 +6,29 @@ SBX_OBJS     := $(call objs_of,$(SBX_SRCS))
 SBX_MAIN_OBJS := $(call objs_of,sandbox/main.c)
 ALL_OBJS     += $(SBX_OBJS) $(SBX_MAIN_OBJS)
 LIBS         := $(BUILD)/libsandbox.a $(LIBS)
-ifneq ($(wildcard sandbox/main.c),)
 BINS         += $(BINDIR)/agenttest-sandbox
-endif
 
 $(BUILD)/libsandbox.a: $(SBX_OBJS)
 	@mkdir -p $(@D)
 	$(AR) rcs $@ $^
 
-$(BINDIR)/agenttest-sandbox: $(SBX_MAIN_OBJS) $(LIBS)
+# The helper runs as root: it links only what it needs.
+$(BINDIR)/agenttest-sandbox: $(SBX_MAIN_OBJS) $(BUILD)/libsandbox.a $(BUILD)/libcommon.a
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(SBX_MAIN_OBJS) -Wl,--start-group $(LIBS) -Wl,--end-group $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(SBX_MAIN_OBJS) $(BUILD)/libsandbox.a $(BUILD)/libcommon.a $(LDLIBS)
+
+# The C half of the Python zygote (sandbox/zygote/zygote.py loads it with
+# ctypes); it links the same confinement objects as the helper.
+BINS += $(BINDIR)/agenttest-zygote.so
+$(BINDIR)/agenttest-zygote.so: $(BUILD)/sandbox/zygote_so.o $(BUILD)/libsandbox.a $(BUILD)/libcommon.a
+	@mkdir -p $(@D)
+	$(CC) -shared $(LDFLAGS:-pie=) -o $@ $(BUILD)/sandbox/zygote_so.o $(BUILD)/libsandbox.a $(BUILD)/libcommon.a -lseccomp -lsodium -lm
+
+# The escape corpus driver (tests/sandbox/): the real sbx_* API end to end.
+SBX_DRIVE := $(BUILD)/tests/sandbox/sbx-drive
+ALL_OBJS  += $(BUILD)/tests/sandbox/sbx_drive.o
+$(SBX_DRIVE): $(BUILD)/tests/sandbox/sbx_drive.o $(BUILD)/libsandbox.a $(BUILD)/libcommon.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libsandbox.a $(BUILD)/libcommon.a $(LDLIBS)
+sandbox-tests: $(SBX_DRIVE) $(BINDIR)/agenttest-sandbox $(BINDIR)/agenttest-zygote.so
+.PHONY: sandbox-tests

@@ -73,7 +73,8 @@ struct sbx_verdict {
 
 /* A running strategy host. */
 struct sbx_run {
-	pid_t pid;       /* the process the caller waits on (helper or child) */
+	pid_t pid;       /* the supervisor process, -1 on the zygote path; never
+	                    wait for it yourself: sbx_finish reaps it */
 	int   to_host;   /* write end: frames to the host (its stdin) */
 	int   from_host; /* read end: frames from the host (its stdout) */
 	int   log_fd;    /* read end of the host's stderr (for log tails) */
@@ -108,6 +109,13 @@ int sbx_start(const struct sbx_spec *spec, struct sbx_run *run, char *err, size_
  * (then v->status is SBX_XX).
  */
 int sbx_finish(struct sbx_run *run, struct sbx_verdict *v);
+
+/*
+ * Start n zygote helpers now (up to $AGENTTEST_SANDBOX_ZYGOTES), so that
+ * the first confined runs do not pay the interpreter and import start-up.
+ * Optional: sbx_start starts them on demand. Returns 0 or -1 (err).
+ */
+int sbx_prestart(unsigned n, char *err, size_t errlen);
 
 /* Kill the whole run now (cancellation; status SG, message "cancelled");
  * sbx_finish must still be called. */

@@ -5,6 +5,8 @@
 #ifndef AGENTTEST_SBX_CLIENT_H
 #define AGENTTEST_SBX_CLIENT_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "sandbox/sandbox.h"
@@ -23,6 +25,7 @@ struct sbx_run_priv {
 	void (*finish)(struct sbx_run *);   /* reap the supervisor; NULL: waitpid(run->pid) */
 	void (*kill)(struct sbx_run *);     /* cancel; NULL: SIGTERM to run->pid */
 	void *ext;                          /* mode-specific */
+	bool ended_badly;                   /* no valid verdict arrived */
 };
 
 /* Open the four pipes (O_CLOEXEC). Returns 0, or -1 with all closed. */
@@ -34,5 +37,10 @@ void sbx_pipes_close(struct sbx_pipes *p);
 void sbx_run_adopt(struct sbx_run *run, pid_t pid, struct sbx_pipes *p);
 /* Start a confined run through the agenttest-sandbox helper. 0 or -1. */
 int sbx_helper_start(const struct sbx_spec *spec, struct sbx_run *run, char *err, size_t errlen);
+
+/* Zygote path (zygote_client.c): false if AGENTTEST_SANDBOX_ZYGOTE=0. */
+bool sbx_zygote_enabled(void);
+/* Start a confined run on a pooled zygote helper. 0, or -1 (fall back). */
+int sbx_zygote_start(const struct sbx_spec *spec, struct sbx_run *run, char *err, size_t errlen);
 
 #endif

@@ -64,6 +64,7 @@ struct sbx_watch {
 	int      err_in, err_to;   /* relay: program stderr -> caller (or -1) */
 	int      notify_fd;    /* seccomp user-notification listener or -1 */
 	bool     allow_exec;   /* answer the first execve notification with CONTINUE */
+	bool     log_only;     /* debug (--seccomp-log): note violations, let them run */
 	bool     kill_group;   /* kill(-pid) rather than kill(pid) (trusted mode) */
 	struct sbx_cgroup *cg; /* per-run cgroup or NULL */
 	struct sbx_limits limits;
@@ -86,6 +87,9 @@ void sbx_supervise_signals(void);
 /* Create the per-run cgroup of box_id with the given limits. Returns NULL
  * (and explains in warn) when no cgroup controller is usable. */
 struct sbx_cgroup *sbx_cg_create(uint32_t box_id, const struct sbx_limits *l, char *warn, size_t wlen);
+/* Open the cgroup.procs file(s) for writing into fds (up to 3), so that a
+ * child can move itself in by writing "0". Returns the count or -1. */
+int sbx_cg_procs_fds(const struct sbx_cgroup *cg, int *fds);
 /* Move pid into the cgroup. Returns 0 or -1. */
 int sbx_cg_enter(struct sbx_cgroup *cg, pid_t pid);
 /* Cumulative CPU seconds of the cgroup, or -1. */

@@ -64,6 +64,7 @@ struct sup {
 	struct seccomp_notif *req;
 	struct seccomp_notif_resp *resp;
 	bool     exec_done;
+	char     logged[200];   /* --seccomp-log: names seen */
 };
 
 static volatile sig_atomic_t cancel_flag;
@@ -198,14 +199,26 @@ static void notify_step(struct sup *s)
 			kill_run(s, KR_INTERNAL);
 		return;
 	}
-	if (s->why == KR_NONE) {
-		char *name = seccomp_syscall_resolve_num_arch(s->req->data.arch, nr);
-		if (name)
-			snprintf(s->syscall, sizeof s->syscall, "%s", name);
-		else
-			snprintf(s->syscall, sizeof s->syscall, "#%d", nr);
-		free(name);
+	char *name = seccomp_syscall_resolve_num_arch(s->req->data.arch, nr);
+	char label[32];
+	if (name)
+		snprintf(label, sizeof label, "%s", name);
+	else
+		snprintf(label, sizeof label, "#%d", nr);
+	free(name);
+	if (s->w->log_only) {   /* debug mode: note it once and let it run */
+		size_t used = strlen(s->logged);
+		if (!strstr(s->logged, label) && used + strlen(label) + 2 < sizeof s->logged)
+			snprintf(s->logged + used, sizeof s->logged - used, " %s", label);
+		memset(s->resp, 0, sizeof *s->resp);
+		s->resp->id = s->req->id;
+		s->resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+		if (seccomp_notify_respond(s->w->notify_fd, s->resp) != 0)
+			kill_run(s, KR_INTERNAL);
+		return;
 	}
+	if (s->why == KR_NONE)
+		snprintf(s->syscall, sizeof s->syscall, "%s", label);
 	kill_run(s, KR_SYSCALL); /* never answered: the call does not run */
 }
 
@@ -227,7 +240,12 @@ static void conclude(struct sup *s, int status, const struct rusage *ru, struct 
 	else if (WIFSIGNALED(status))
 		v->exit_signal = WTERMSIG(status);
 	const struct sbx_limits *l = &s->w->limits;
-	if (s->why == KR_SYSCALL) {
+	if (s->logged[0])
+		sbx_note(v->warnings, sizeof v->warnings, "seccomp-log:%s", s->logged);
+	if (s->w->allow_exec && !s->exec_done && s->why == KR_NONE) {
+		v->status = SBX_XX;
+		sbx_note(v->message, sizeof v->message, "the program could not be started");
+	} else if (s->why == KR_SYSCALL) {
 		v->status = SBX_SY;
 		snprintf(v->syscall_name, sizeof v->syscall_name, "%s", s->syscall);
 		sbx_note(v->message, sizeof v->message, "forbidden system call %s", s->syscall);

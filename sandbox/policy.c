@@ -1,0 +1,253 @@
+/*
+ * policy.c: the seccomp allow-list of a confined run, built with
+ * libseccomp in the (trusted) parent and exported as raw BPF so the child
+ * only has to call seccomp(2) on it.
+ *
+ * Theory of operation. Everything not listed takes the default action. With
+ * a supervisor (always, in the helper and the zygote) the default is
+ * SCMP_ACT_NOTIFY: the offending thread blocks inside the system call, the
+ * supervisor reads the call's number from the notification, records it as
+ * the SY verdict and kills the run without ever answering, so the call
+ * never executes (if the supervisor is gone, the kernel fails the call with
+ * ENOSYS and the parent-death signal ends the run). Without user
+ * notification support the default is SCMP_ACT_KILL_PROCESS (verdict SY,
+ * syscall "unknown"). Only the native architecture is accepted; any other
+ * is killed. execve/execveat take the default action too: the one-shot
+ * helper's supervisor answers the very first execve of the run's top
+ * process with CONTINUE (that is the helper's own exec of the program: the
+ * filter is loaded immediately before it, nothing else runs in between),
+ * and every later one is a violation. The zygote path never execs at all.
+ *
+ * Calls that ordinary Python code makes and that must fail rather than
+ * kill get an errno: AF_UNIX socket/socketpair (EACCES: glibc's NSS tries
+ * nscd when anything looks up the box uid; other families are violations), process creation (fork, vfork, clone without
+ * CLONE_THREAD or with namespace flags: EPERM; clone3: ENOSYS so glibc
+ * falls back to clone, whose flags we can inspect), opening for writing and
+ * changes to the file system (EACCES / EROFS) unless a writable work
+ * directory was asked for, unknown ioctls (ENOTTY), prctl other than
+ * thread names (EPERM), prlimit64 that sets limits (EPERM). W^X: mmap,
+ * mprotect with both PROT_WRITE and PROT_EXEC are violations, as is
+ * pkey_mprotect and memfd_create (write-then-map-exec).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <seccomp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "common/xalloc.h"
+#include "sandbox/sbx_confine.h"
+
+/* Plain allow-list: calls whose every use is harmless inside the box. */
+static const char *const allow[] = {
+	/* descriptors and reading */
+	"read", "readv", "pread64", "preadv", "preadv2", "write", "writev",
+	"pwrite64", "pwritev", "pwritev2", "lseek", "close", "close_range",
+	"dup", "dup2", "dup3", "fcntl", "fstat", "stat", "lstat", "newfstatat",
+	"statx", "fstatfs", "statfs", "getdents64", "readlink", "readlinkat",
+	"access", "faccessat", "faccessat2", "getcwd", "chdir", "fchdir",
+	"pipe", "pipe2", "ftruncate", "fsync", "fdatasync", "fadvise64",
+	"sendfile", "splice", "copy_file_range",
+	/* waiting */
+	"poll", "ppoll", "select", "pselect6", "epoll_create", "epoll_create1",
+	"epoll_ctl", "epoll_wait", "epoll_pwait", "epoll_pwait2", "eventfd2",
+	"nanosleep", "clock_nanosleep", "clock_gettime", "clock_getres",
+	"gettimeofday", "time", "futex", "futex_waitv", "sched_yield",
+	"sched_getaffinity", "sched_getparam", "sched_getscheduler",
+	"timerfd_create", "timerfd_settime", "timerfd_gettime",
+	/* memory (W^X rules for mmap/mprotect below) */
+	"munmap", "mremap", "brk", "madvise", "msync", "mincore",
+	/* threads and signals */
+	"set_tid_address", "set_robust_list", "get_robust_list", "rseq",
+	"rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigpending",
+	"rt_sigtimedwait", "rt_sigsuspend", "sigaltstack", "tgkill", "tkill",
+	"exit", "exit_group", "wait4", "waitid", "restart_syscall",
+	/* identity and information */
+	"getpid", "gettid", "getppid", "getuid", "geteuid", "getgid", "getegid",
+	"getgroups", "getresuid", "getresgid", "getpgrp", "getpgid", "getsid",
+	"uname", "sysinfo", "getrlimit", "getrusage", "times", "getrandom",
+	"getpriority", "arch_prctl", "umask",
+	NULL,
+};
+
+/* Calls that change the file system: allowed with a writable work dir,
+ * else EROFS (the mounts are read-only anyway; this is the second wall). */
+static const char *const fs_write[] = {
+	"mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename", "renameat",
+	"renameat2", "link", "linkat", "symlink", "symlinkat", "chmod", "fchmod",
+	"fchmodat", "utimensat", "futimesat", "utimes", "utime", "creat",
+	"fallocate", NULL,
+};
+
+/* Add one rule or remember the failure. */
+static void rule(scmp_filter_ctx ctx, bool *ok, uint32_t action, const char *name,
+                 unsigned n, const struct scmp_arg_cmp *args)
+{
+	int nr = seccomp_syscall_resolve_name(name);
+	if (nr == __NR_SCMP_ERROR)
+		return; /* not a call of this architecture */
+	if (seccomp_rule_add_array(ctx, action, nr, n, args) != 0)
+		*ok = false;
+}
+
+/* Open flags that mean writing. */
+#define WRITE_FLAGS (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND)
+/* clone flags that create namespaces or otherwise leave the box. */
+#define NS_FLAGS (CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | \
+                  CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME)
+
+/* The argument-filtered rules. */
+static void arg_rules(scmp_filter_ctx ctx, bool *ok, const struct sbx_policy_opts *o)
+{
+	const uint32_t wx = PROT_WRITE | PROT_EXEC;
+	/* W^X: allowed unless both bits are set; both set takes the default */
+	struct scmp_arg_cmp not_wx = SCMP_A2(SCMP_CMP_MASKED_EQ, wx, PROT_WRITE);
+	struct scmp_arg_cmp not_wx2 = SCMP_A2(SCMP_CMP_MASKED_EQ, wx, PROT_EXEC);
+	struct scmp_arg_cmp not_wx3 = SCMP_A2(SCMP_CMP_MASKED_EQ, wx, 0);
+	const char *mem[] = { "mmap", "mprotect" };
+	for (int i = 0; i < 2; i++) {
+		rule(ctx, ok, SCMP_ACT_ALLOW, mem[i], 1, &not_wx);
+		rule(ctx, ok, SCMP_ACT_ALLOW, mem[i], 1, &not_wx2);
+		rule(ctx, ok, SCMP_ACT_ALLOW, mem[i], 1, &not_wx3);
+	}
+	/* threads only: CLONE_THREAD set, no namespace flag; other clones EPERM */
+	struct scmp_arg_cmp thr = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD | NS_FLAGS, CLONE_THREAD);
+	rule(ctx, ok, SCMP_ACT_ALLOW, "clone", 1, &thr);
+	struct scmp_arg_cmp nothr = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0);
+	rule(ctx, ok, SCMP_ACT_ERRNO(EPERM), "clone", 1, &nothr);
+	rule(ctx, ok, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL);
+	rule(ctx, ok, SCMP_ACT_ERRNO(EPERM), "fork", 0, NULL);
+	rule(ctx, ok, SCMP_ACT_ERRNO(EPERM), "vfork", 0, NULL);
+	/* opening: read-only unless a writable work dir exists */
+	if (o->writable) {
+		rule(ctx, ok, SCMP_ACT_ALLOW, "open", 0, NULL);
+		rule(ctx, ok, SCMP_ACT_ALLOW, "openat", 0, NULL);
+		for (int i = 0; fs_write[i]; i++)
+			rule(ctx, ok, SCMP_ACT_ALLOW, fs_write[i], 0, NULL);
+	} else {
+		struct scmp_arg_cmp ro1 = SCMP_A1(SCMP_CMP_MASKED_EQ, WRITE_FLAGS, 0);
+		struct scmp_arg_cmp ro2 = SCMP_A2(SCMP_CMP_MASKED_EQ, WRITE_FLAGS, 0);
+		rule(ctx, ok, SCMP_ACT_ALLOW, "open", 1, &ro1);
+		rule(ctx, ok, SCMP_ACT_ALLOW, "openat", 1, &ro2);
+		struct scmp_arg_cmp w1 = SCMP_A1(SCMP_CMP_MASKED_EQ, O_ACCMODE, O_WRONLY);
+		struct scmp_arg_cmp w2 = SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE, O_WRONLY);
+		struct scmp_arg_cmp rw1 = SCMP_A1(SCMP_CMP_MASKED_EQ, O_ACCMODE, O_RDWR);
+		struct scmp_arg_cmp rw2 = SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE, O_RDWR);
+		rule(ctx, ok, SCMP_ACT_ERRNO(EACCES), "open", 1, &w1);
+		rule(ctx, ok, SCMP_ACT_ERRNO(EACCES), "open", 1, &rw1);
+		rule(ctx, ok, SCMP_ACT_ERRNO(EACCES), "openat", 1, &w2);
+		rule(ctx, ok, SCMP_ACT_ERRNO(EACCES), "openat", 1, &rw2);
+		/* O_RDONLY with O_CREAT/O_TRUNC/O_APPEND: also refused */
+		const uint32_t bits[] = { O_CREAT, O_TRUNC, O_APPEND };
+		for (int i = 0; i < 3; i++) {
+			struct scmp_arg_cmp b1 = SCMP_A1(SCMP_CMP_MASKED_EQ, O_ACCMODE | bits[i], bits[i]);
+			struct scmp_arg_cmp b2 = SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE | bits[i], bits[i]);
+			rule(ctx, ok, SCMP_ACT_ERRNO(EACCES), "open", 1, &b1);
+			rule(ctx, ok, SCMP_ACT_ERRNO(EACCES), "openat", 1, &b2);
+		}
+		for (int i = 0; fs_write[i]; i++)
+			rule(ctx, ok, SCMP_ACT_ERRNO(EROFS), fs_write[i], 0, NULL);
+	}
+	rule(ctx, ok, SCMP_ACT_ERRNO(ENOSYS), "openat2", 0, NULL);
+	/* sockets: a local (AF_UNIX) one fails with EACCES, because glibc's
+	 * NSS tries the nscd socket when code looks up the box uid; every
+	 * other family is a violation (default action) */
+	struct scmp_arg_cmp unix_fam = SCMP_A0(SCMP_CMP_EQ, AF_UNIX);
+	rule(ctx, ok, SCMP_ACT_ERRNO(EACCES), "socket", 1, &unix_fam);
+	rule(ctx, ok, SCMP_ACT_ERRNO(EACCES), "socketpair", 1, &unix_fam);
+	/* ioctl: terminal queries and fd flags only */
+	const unsigned long ioc[] = { TCGETS, TIOCGWINSZ, FIONREAD, FIONBIO, FIOCLEX, FIONCLEX };
+	for (size_t i = 0; i < sizeof ioc / sizeof ioc[0]; i++) {
+		struct scmp_arg_cmp a = SCMP_A1(SCMP_CMP_EQ, ioc[i]);
+		rule(ctx, ok, SCMP_ACT_ALLOW, "ioctl", 1, &a);
+	}
+	/* prctl: thread names; everything else fails */
+	struct scmp_arg_cmp pn1 = SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME);
+	struct scmp_arg_cmp pn2 = SCMP_A0(SCMP_CMP_EQ, PR_GET_NAME);
+	rule(ctx, ok, SCMP_ACT_ALLOW, "prctl", 1, &pn1);
+	rule(ctx, ok, SCMP_ACT_ALLOW, "prctl", 1, &pn2);
+	/* prlimit64: reading only (new limit pointer NULL) */
+	struct scmp_arg_cmp rd = SCMP_A2(SCMP_CMP_EQ, 0);
+	rule(ctx, ok, SCMP_ACT_ALLOW, "prlimit64", 1, &rd);
+	struct scmp_arg_cmp wrl = SCMP_A2(SCMP_CMP_NE, 0);
+	rule(ctx, ok, SCMP_ACT_ERRNO(EPERM), "prlimit64", 1, &wrl);
+}
+
+/* Set the error-returning rules that need no arguments. */
+static void errno_rules(scmp_filter_ctx ctx, bool *ok)
+{
+	for (int i = 0; allow[i]; i++)
+		rule(ctx, ok, SCMP_ACT_ALLOW, allow[i], 0, NULL);
+	/* prctl others, ioctl others: errno rather than a kill */
+	rule(ctx, ok, SCMP_ACT_ERRNO(ENOTTY), "ioctl", 0, NULL);
+	rule(ctx, ok, SCMP_ACT_ERRNO(EPERM), "sched_setaffinity", 0, NULL);
+	rule(ctx, ok, SCMP_ACT_ERRNO(EPERM), "setpriority", 0, NULL);
+}
+
+int sbx_policy_build(const struct sbx_policy_opts *o, struct sbx_bpf *out, char *err, size_t errlen)
+{
+	int rc = -1, memfd = -1;
+	bool ok = true, notify = o->notify && seccomp_api_get() >= 5;
+	scmp_filter_ctx ctx = seccomp_init(notify ? SCMP_ACT_NOTIFY : SCMP_ACT_KILL_PROCESS);
+	memset(out, 0, sizeof *out);
+	if (!ctx) {
+		snprintf(err, errlen, "seccomp_init failed");
+		goto out;
+	}
+	if (seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) != 0 ||
+	    seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0) != 0) {
+		snprintf(err, errlen, "seccomp attributes");
+		goto out;
+	}
+	errno_rules(ctx, &ok);
+	arg_rules(ctx, &ok, o);
+	/* ioctl has both specific allows and a general errno: libseccomp keeps
+	 * the most specific match; mmap/mprotect with W and X take the default. */
+	if (!ok) {
+		snprintf(err, errlen, "seccomp rule rejected");
+		goto out;
+	}
+	memfd = memfd_create("sbx-bpf", MFD_CLOEXEC);
+	if (memfd < 0 || seccomp_export_bpf(ctx, memfd) != 0) {
+		snprintf(err, errlen, "seccomp export failed");
+		goto out;
+	}
+	off_t size = lseek(memfd, 0, SEEK_END);
+	if (size <= 0 || size % (off_t)sizeof(struct sock_filter) != 0 ||
+	    size / (off_t)sizeof(struct sock_filter) > 65535) {
+		snprintf(err, errlen, "seccomp program has a bad size");
+		goto out;
+	}
+	out->len = (unsigned short)(size / (off_t)sizeof(struct sock_filter));
+	out->ins = xcalloc(out->len, sizeof(struct sock_filter));
+	if (pread(memfd, out->ins, (size_t)size, 0) != size) {
+		snprintf(err, errlen, "seccomp program read failed");
+		free(out->ins);
+		out->ins = NULL;
+		goto out;
+	}
+	out->notify = notify;
+	rc = 0;
+out:
+	if (memfd >= 0)
+		close(memfd);
+	if (ctx)
+		seccomp_release(ctx);
+	return rc;
+}
+
+void sbx_policy_free(struct sbx_bpf *b)
+{
+	free(b->ins);
+	b->ins = NULL;
+	b->len = 0;
+}

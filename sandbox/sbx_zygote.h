@@ -1,0 +1,51 @@
+/*
+ * sbx_zygote.h: the zygote path (zygote_sup.c in the helper, zygote_so.c
+ * in the Python zygote, zygote_client.c in the client library).
+ */
+#ifndef AGENTTEST_SBX_ZYGOTE_H
+#define AGENTTEST_SBX_ZYGOTE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sandbox/sbx_confine.h"
+
+/* One run request, client -> helper on the control socket, with four fds
+ * in SCM_RIGHTS: host stdin (read end), stdout and stderr (write ends) and
+ * the verdict pipe (write end). */
+struct sbx_zreq {
+	uint32_t magic;        /* SBX_ZREQ_MAGIC */
+	uint32_t box_id;
+	struct sbx_limits limits;
+};
+#define SBX_ZREQ_MAGIC 0x5a594731u  /* "ZYG1" */
+
+/* One spawn order, helper -> Python zygote on its socket, with fds in
+ * SCM_RIGHTS: stdin, stdout, stderr, sync (write), ack (read), then
+ * ncg cgroup.procs files opened for writing. The zygote answers with an
+ * int32: the child's pid, or -errno. */
+struct sbx_zspawn {
+	uint32_t magic;        /* SBX_ZSPAWN_MAGIC */
+	uint32_t box_id;
+	struct sbx_limits limits;
+	uint32_t has_cgroup;
+	uint32_t ncg;          /* 0..3 */
+};
+#define SBX_ZSPAWN_MAGIC 0x5a535031u  /* "ZSP1" */
+#define SBX_ZSPAWN_FDS   5             /* fds before the cgroup ones */
+
+/* In the Python zygote (zygote_so.c, via ctypes.PyDLL): compile the
+ * policy once. Returns 0 or -1. */
+int sbx_zygote_init(void);
+/* In the Python zygote: start one confined run. Returns the child's pid in
+ * the parent (the child's parent is the helper: CLONE_PARENT), 0 in the
+ * child once it is fully confined, -errno on failure. Never returns in a
+ * child whose confinement failed. */
+int sbx_zygote_spawn(const void *msg, size_t len, const int *fds, int nfds);
+
+/* The helper's --zygote mode: build the box, start the Python zygote in
+ * it, then serve run requests from ctl_fd until it closes. Returns the
+ * helper's exit status. */
+int sbx_zygote_main(int ctl_fd, const struct sbx_root_opts *root, bool no_cgroup, bool seccomp_log);
+
+#endif

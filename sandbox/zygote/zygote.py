@@ -1,0 +1,95 @@
+"""agenttest zygote: a pre-started, pre-imported strategy host that forks
+one confined child per run.
+
+Started by `agenttest-sandbox --zygote` (sandbox/zygote_sup.c) inside the
+box's read-only root and namespaces, as root, with:
+
+    /usr/bin/python3 -E -s -B zygote.py SO_PATH HOST_DIR PRELOAD
+
+It imports the PRELOAD modules (comma-separated, e.g. "numpy,pandas") and
+the strategy host, loads the C half (SO_PATH, sandbox/zygote_so.c) with
+ctypes.PyDLL, compiles the seccomp policy once, then serves spawn orders on
+fd 3 (a SOCK_SEQPACKET socket to the helper): each order carries the run's
+descriptors; sbx_zygote_spawn() returns 0 in a child that is already fully
+confined (its own namespaces, cgroup, box uid, rlimits, no_new_privs,
+seccomp), and that child runs agenttest_host.serve(0, 1) and exits. The
+zygote itself never executes strategy code and never reads anything a run
+wrote; a run cannot change the zygote.
+"""
+import array
+import ctypes
+import importlib
+import os
+import socket
+import struct
+import sys
+
+MAX_FDS = 8
+
+
+def _fail(msg):
+    sys.stderr.write("agenttest-zygote: %s\n" % msg)
+    sys.stderr.flush()
+    os._exit(2)
+
+
+def _child(host):
+    """In the confined child: serve the run, never return."""
+    ctypes.pythonapi.PyOS_AfterFork_Child()
+    code = 0
+    try:
+        host.serve(0, 1)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: B902 - report and exit non-zero
+        import traceback
+        traceback.print_exc()
+        code = 1
+    try:
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def main():
+    if len(sys.argv) != 4:
+        _fail("usage: zygote.py SO HOST_DIR PRELOAD")
+    so_path, host_dir, preload = sys.argv[1:4]
+    for name in filter(None, preload.split(",")):
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            sys.stderr.write("agenttest-zygote: preload %s: %s\n" % (name, exc))
+    sys.path.insert(0, host_dir)
+    host = importlib.import_module("agenttest_host")
+    lib = ctypes.PyDLL(so_path)
+    lib.sbx_zygote_init.restype = ctypes.c_int
+    lib.sbx_zygote_spawn.restype = ctypes.c_int
+    lib.sbx_zygote_spawn.argtypes = [ctypes.c_char_p, ctypes.c_size_t,
+                                     ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+    if lib.sbx_zygote_init() != 0:
+        _fail("cannot compile the seccomp policy")
+    ctl = socket.socket(fileno=3)
+    fd_size = array.array("i").itemsize
+    while True:
+        try:
+            msg, anc, _flags, _addr = ctl.recvmsg(256, socket.CMSG_SPACE(MAX_FDS * fd_size))
+        except InterruptedError:
+            continue
+        if not msg:
+            return
+        fds = array.array("i")
+        for level, kind, data in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(data[:len(data) - (len(data) % fd_size)])
+        cfds = (ctypes.c_int * max(len(fds), 1))(*fds)
+        pid = lib.sbx_zygote_spawn(msg, len(msg), cfds, len(fds))
+        if pid == 0:
+            _child(host)
+        for fd in fds:
+            os.close(fd)
+        ctl.send(struct.pack("i", pid))
+
+
+if __name__ == "__main__":
+    main()

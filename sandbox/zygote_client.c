@@ -1,0 +1,252 @@
+/*
+ * zygote_client.c: confined runs through a pool of zygote helpers.
+ *
+ * Theory of operation. A zygote helper is `agenttest-sandbox --zygote`
+ * (zygote_sup.c) started by this library with one end of a SOCK_SEQPACKET
+ * socket as fd 3; it keeps a Python zygote with numpy (and pandas, ...)
+ * imported and serves one run at a time. The pool holds up to
+ * $AGENTTEST_SANDBOX_ZYGOTES helpers (default 2), started on first use or
+ * by sbx_prestart(). sbx_start takes an idle helper (starting one if the
+ * pool has room; else the caller falls back to the one-shot helper), sends
+ * it the request and the caller-side pipe ends, and marks it busy;
+ * sbx_finish marks it idle again once the verdict pipe reaches EOF. A
+ * helper that died (send fails, or a run ends without a verdict) is reaped
+ * and replaced on the next start. A mutex makes the pool safe for threaded
+ * callers. The helpers die with the calling process (parent-death signal).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sandbox/sbx_client.h"
+#include "sandbox/sbx_int.h"
+#include "sandbox/sbx_zygote.h"
+
+#define ZPOOL_MAX 16
+
+struct zhelper {
+	pid_t pid;     /* -1: slot empty */
+	int   ctl;
+	bool  busy;
+};
+
+static pthread_mutex_t zlock = PTHREAD_MUTEX_INITIALIZER;
+static struct zhelper zpool[ZPOOL_MAX];
+static bool zinit;
+
+/* Pool size from the environment (1..ZPOOL_MAX, default 2). */
+static int pool_size(void)
+{
+	const char *s = getenv("AGENTTEST_SANDBOX_ZYGOTES");
+	int n = s ? atoi(s) : 2;
+	return n < 1 ? 1 : n > ZPOOL_MAX ? ZPOOL_MAX : n;
+}
+
+bool sbx_zygote_enabled(void)
+{
+	const char *s = getenv("AGENTTEST_SANDBOX_ZYGOTE");
+	return !(s && strcmp(s, "0") == 0);
+}
+
+/* Forget a helper: close, kill, reap. Caller holds zlock. */
+static void zdrop(struct zhelper *z)
+{
+	if (z->pid > 0) {
+		close(z->ctl);
+		kill(z->pid, SIGKILL);
+		while (waitpid(z->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	z->pid = -1;
+	z->ctl = -1;
+	z->busy = false;
+}
+
+/* Start one helper into *z. Caller holds zlock. Returns 0 or -1. */
+static int zspawn(struct zhelper *z, char *err, size_t errlen)
+{
+	char helper[PATH_MAX], hostdir[PATH_MAX], bind[PATH_MAX + 16];
+	int sp[2];
+	if (sbx_helper_path(helper, sizeof helper) < 0 || sbx_host_dir(hostdir, sizeof hostdir) < 0) {
+		snprintf(err, errlen, "sandbox helper or host directory not found");
+		return -1;
+	}
+	int n = snprintf(bind, sizeof bind, "--bind=%s", hostdir);
+	if (n < 0 || (size_t)n >= sizeof bind)
+		return -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+		snprintf(err, errlen, "socketpair: %s", strerror(errno));
+		return -1;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		close(sp[0]);
+		close(sp[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		int devnull = open("/dev/null", O_RDWR);
+		if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(sp[1], 3) < 0)
+			_exit(2);
+		close_range(4, ~0u, 0);
+		signal(SIGPIPE, SIG_DFL);
+		char *argv[] = { helper, (char *)"--zygote", (char *)"--ctl-fd=3", bind, NULL };
+		char *envp[4];
+		int k = 0;
+		static char pre[256], cgm[32];
+		const char *p = getenv("AGENTTEST_ZYGOTE_PRELOAD");
+		if (p && snprintf(pre, sizeof pre, "AGENTTEST_ZYGOTE_PRELOAD=%s", p) < (int)sizeof pre)
+			envp[k++] = pre;
+		const char *c = getenv("AGENTTEST_CGROUP");
+		if (c && snprintf(cgm, sizeof cgm, "AGENTTEST_CGROUP=%s", c) < (int)sizeof cgm)
+			envp[k++] = cgm;
+		envp[k] = NULL;
+		execve(helper, argv, envp);
+		_exit(2);
+	}
+	close(sp[1]);
+	z->pid = pid;
+	z->ctl = sp[0];
+	z->busy = false;
+	return 0;
+}
+
+/* Initialize the pool slots once. Caller holds zlock. */
+static void zpool_init(void)
+{
+	if (zinit)
+		return;
+	for (int i = 0; i < ZPOOL_MAX; i++)
+		zpool[i] = (struct zhelper){ .pid = -1, .ctl = -1 };
+	zinit = true;
+}
+
+int sbx_prestart(unsigned n, char *err, size_t errlen)
+{
+	int rc = 0, started = 0;
+	pthread_mutex_lock(&zlock);
+	zpool_init();
+	int cap = pool_size();
+	for (int i = 0; i < cap && started < (int)n; i++) {
+		if (zpool[i].pid > 0) {
+			started++;
+			continue;
+		}
+		if (zspawn(&zpool[i], err, errlen) < 0) {
+			rc = -1;
+			break;
+		}
+		started++;
+	}
+	pthread_mutex_unlock(&zlock);
+	return rc;
+}
+
+/* Reap helpers that exited on their own. Caller holds zlock. */
+static void zreap(void)
+{
+	for (int i = 0; i < ZPOOL_MAX; i++)
+		if (zpool[i].pid > 0 && !zpool[i].busy && waitpid(zpool[i].pid, NULL, WNOHANG) == zpool[i].pid) {
+			zpool[i].pid = -1;
+			close(zpool[i].ctl);
+			zpool[i].ctl = -1;
+		}
+}
+
+/* sbx_finish hook: the verdict pipe is at EOF; the helper is free again. */
+static void zfinish(struct sbx_run *run)
+{
+	struct sbx_run_priv *priv = run->priv;
+	struct zhelper *z = priv->ext;
+	pthread_mutex_lock(&zlock);
+	z->busy = false;
+	if (priv->ended_badly)
+		zdrop(z);
+	pthread_mutex_unlock(&zlock);
+}
+
+/* sbx_kill hook: the helper cancels the run it is supervising. */
+static void zkill(struct sbx_run *run)
+{
+	struct zhelper *z = ((struct sbx_run_priv *)run->priv)->ext;
+	if (z->pid > 0)
+		kill(z->pid, SIGTERM);
+}
+
+/* Send the request; 0 or -1. */
+static int zsend(struct zhelper *z, const struct sbx_zreq *rq, const int *fds)
+{
+	union { char b[CMSG_SPACE(sizeof(int) * 4)]; struct cmsghdr align; } cbuf;
+	struct iovec iov = { (void *)(uintptr_t)rq, sizeof *rq };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.b,
+	                     .msg_controllen = sizeof cbuf.b };
+	memset(&cbuf, 0, sizeof cbuf);
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * 4);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * 4);
+	ssize_t n;
+	do
+		n = sendmsg(z->ctl, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)sizeof *rq ? 0 : -1;
+}
+
+int sbx_zygote_start(const struct sbx_spec *spec, struct sbx_run *run, char *err, size_t errlen)
+{
+	struct sbx_pipes p;
+	struct zhelper *z = NULL;
+	struct sbx_zreq rq = { .magic = SBX_ZREQ_MAGIC, .box_id = spec->box_id, .limits = spec->limits };
+	sbx_limits_fill(&rq.limits);
+	if (sbx_pipes_open(&p) < 0) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	pthread_mutex_lock(&zlock);
+	zpool_init();
+	zreap();
+	int cap = pool_size();
+	for (int attempt = 0; attempt < 2; attempt++) {
+		z = NULL;
+		for (int i = 0; i < cap && !z; i++)
+			if (zpool[i].pid > 0 && !zpool[i].busy)
+				z = &zpool[i];
+		for (int i = 0; i < cap && !z; i++)
+			if (zpool[i].pid <= 0 && zspawn(&zpool[i], err, errlen) == 0)
+				z = &zpool[i];
+		if (!z)
+			break;
+		int fds[4] = { p.in[0], p.out[1], p.log[1], p.verdict[1] };
+		if (zsend(z, &rq, fds) == 0)
+			break;
+		zdrop(z);   /* dead helper: replace it once */
+		z = NULL;
+	}
+	if (z)
+		z->busy = true;
+	pthread_mutex_unlock(&zlock);
+	if (!z) {
+		if (!err[0])
+			snprintf(err, errlen, "no zygote available");
+		sbx_pipes_close(&p);
+		return -1;
+	}
+	sbx_run_adopt(run, -1, &p);
+	struct sbx_run_priv *priv = run->priv;
+	priv->finish = zfinish;
+	priv->kill = zkill;
+	priv->ext = z;
+	return 0;
+}

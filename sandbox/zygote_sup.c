@@ -1,0 +1,325 @@
+/*
+ * zygote_sup.c: the helper's --zygote mode, the supervisor of a Python
+ * zygote and of every run forked from it.
+ *
+ * Theory of operation.
+ *   start: build the box like a one-shot run (new mount, network, IPC, UTS
+ *     and cgroup namespaces; fresh read-only root with the host, the
+ *     zygote bootstrap and agenttest-zygote.so bound in), but keep root and
+ *     no seccomp in it: the zygote is trusted code that never loads a
+ *     strategy. It is not PID 1 of a namespace, so its children can be
+ *     created with CLONE_PARENT and belong to this helper. It execs
+ *     `python3 zygote.py SO HOSTDIR PRELOAD`, which imports the preloaded
+ *     modules and the host, compiles the seccomp policy (sbx_zygote_init)
+ *     and waits for spawn orders on fd 3.
+ *   per run: the client sends a request with the caller's four pipe ends on
+ *     the control socket; we create the run's cgroup, open its
+ *     cgroup.procs files, make the relay and sync pipes and send the spawn
+ *     order. The zygote answers with the child's pid; the child confines
+ *     itself (zygote_so.c) and reports on the sync pipe exactly like a
+ *     one-shot child; we take over its seccomp listener and supervise it
+ *     with sbx_supervise (no exec is ever allowed), then write the verdict
+ *     record to the request's verdict pipe and close it.
+ *   end: when the control socket closes, or the zygote dies (the pending
+ *     request gets XX), we kill the zygote and exit; the client starts a
+ *     new helper on its next run.
+ * One run at a time per helper; the client keeps a pool of helpers.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sandbox/sbx_int.h"
+#include "sandbox/sbx_zygote.h"
+
+#define ZY_NS (CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
+
+struct zsup {
+	pid_t zpid;       /* the Python zygote */
+	int   zsock;      /* our end of its socket */
+	bool  seccomp_log;
+	bool  no_cgroup;
+};
+
+/* Receive one message with up to maxfds descriptors. Returns bytes (0 on
+ * EOF) or -1; *nfds gets the descriptor count. */
+static ssize_t recv_fds(int sock, void *buf, size_t len, int *fds, int maxfds, int *nfds)
+{
+	union { char b[CMSG_SPACE(sizeof(int) * 8)]; struct cmsghdr align; } cbuf;
+	struct iovec iov = { buf, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.b,
+	                     .msg_controllen = sizeof cbuf.b };
+	ssize_t n;
+	*nfds = 0;
+	do
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (int i = 0; i < k; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+			if (*nfds < maxfds)
+				fds[(*nfds)++] = fd;
+			else
+				close(fd);
+		}
+	}
+	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+		return -1;
+	return n;
+}
+
+/* Send one message with nfds descriptors. Returns 0 or -1. */
+static int send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds)
+{
+	union { char b[CMSG_SPACE(sizeof(int) * 8)]; struct cmsghdr align; } cbuf;
+	struct iovec iov = { (void *)(uintptr_t)buf, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	memset(&cbuf, 0, sizeof cbuf);
+	if (nfds > 0) {
+		mh.msg_control = cbuf.b;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+	}
+	ssize_t n;
+	do
+		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)len ? 0 : -1;
+}
+
+/* Where the zygote's files are: <exe dir>/agenttest-zygote.so and the
+ * bootstrap directory (dev tree or installed). Returns 0 or -1. */
+static int zygote_paths(char *so, size_t solen, char *dir, size_t dirlen)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0)
+		return -1;
+	exe[n] = '\0';
+	char *slash = strrchr(exe, '/');
+	if (!slash)
+		return -1;
+	*slash = '\0';
+	const char *env = getenv("AGENTTEST_ZYGOTE_SO");
+	int k = env && *env ? snprintf(so, solen, "%s", env) : snprintf(so, solen, "%s/agenttest-zygote.so", exe);
+	if (k < 0 || (size_t)k >= solen || access(so, R_OK) < 0)
+		return -1;
+	static const char *const rel[] = { "../share/agenttest/zygote", "../sandbox/zygote", NULL };
+	for (int i = 0; rel[i]; i++) {
+		char cand[PATH_MAX + 64], *real;
+		snprintf(cand, sizeof cand, "%s/%s/zygote.py", exe, rel[i]);
+		if (access(cand, R_OK) == 0 && (real = realpath(cand, NULL))) {
+			char *s = strrchr(real, '/');
+			*s = '\0';
+			k = snprintf(dir, dirlen, "%s", real);
+			free(real);
+			return (k < 0 || (size_t)k >= dirlen) ? -1 : 0;
+		}
+	}
+	return -1;
+}
+
+/* Start the Python zygote in its box. Returns 0 or -1 (err). */
+static int start_zygote(struct zsup *z, const struct sbx_root_opts *root_in, char *err, size_t errlen)
+{
+	char so[PATH_MAX], dir[PATH_MAX], script[PATH_MAX + 16];
+	int sp[2];
+	struct sbx_root_opts root = *root_in;
+	if (zygote_paths(so, sizeof so, dir, sizeof dir) < 0) {
+		snprintf(err, errlen, "zygote files (agenttest-zygote.so, zygote/zygote.py) not found");
+		return -1;
+	}
+	if (root.nbinds + 2 > SBX_MAX_BINDS || root.nbinds < 1) {
+		snprintf(err, errlen, "zygote needs the host directory as the first --bind");
+		return -1;
+	}
+	root.binds[root.nbinds++] = so;
+	root.binds[root.nbinds++] = dir;
+	snprintf(script, sizeof script, "%s/zygote.py", dir);
+	const char *preload = getenv("AGENTTEST_ZYGOTE_PRELOAD");
+	if (!preload || !*preload)
+		preload = "numpy,pandas";
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+		snprintf(err, errlen, "socketpair: %s", strerror(errno));
+		return -1;
+	}
+	struct clone_args a;
+	memset(&a, 0, sizeof a);
+	a.flags = ZY_NS;
+	a.exit_signal = SIGCHLD;
+	pid_t pid = (pid_t)syscall(SYS_clone3, &a, sizeof a);
+	if (pid < 0) {
+		snprintf(err, errlen, "clone3: %s", strerror(errno));
+		close(sp[0]);
+		close(sp[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		char e[256] = "";
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (!sbx_root_enter(&root, e, sizeof e) || devnull < 0 || sethostname("box", 3) < 0 ||
+		    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || dup2(devnull, 0) < 0 ||
+		    dup2(devnull, 1) < 0 || dup2(sp[1], 3) < 0) {
+			fprintf(stderr, "agenttest-sandbox: zygote setup: %s\n", e[0] ? e : strerror(errno));
+			_exit(2);
+		}
+		close_range(4, ~0u, 0);
+		char *argv[] = { (char *)SBX_PYTHON, (char *)"-E", (char *)"-s", (char *)"-B", script, so,
+		                 (char *)(uintptr_t)root_in->binds[0], (char *)(uintptr_t)preload, NULL };
+		execve(SBX_PYTHON, argv, sbx_host_env);
+		_exit(127);
+	}
+	close(sp[1]);
+	z->zpid = pid;
+	z->zsock = sp[0];
+	return 0;
+}
+
+/* Open the cgroup.procs files of cg for the child to join. Returns count. */
+static int cg_proc_fds(struct sbx_cgroup *cg, int *fds)
+{
+	return cg ? sbx_cg_procs_fds(cg, fds) : 0;
+}
+
+/* Close n descriptors of fds. */
+static void close_all(int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0) {
+			close(fds[i]);
+			fds[i] = -1;
+		}
+}
+
+/* Serve one run: fds = in, out, log, verdict. */
+static void serve_run(struct zsup *z, const struct sbx_zreq *rq, int *fds)
+{
+	struct sbx_verdict v;
+	struct sbx_cgroup *cg = NULL;
+	char err[256] = "", meta[SBX_META_MAX];
+	int sync[2] = { -1, -1 }, ack[2] = { -1, -1 }, rout[2] = { -1, -1 }, rerr[2] = { -1, -1 };
+	int cfds[3] = { -1, -1, -1 }, ncg = 0, listener = -1;
+	memset(&v, 0, sizeof v);
+	struct sbx_limits l = rq->limits;
+	sbx_limits_fill(&l);
+	v.limits = l;
+	if (!z->no_cgroup)
+		cg = sbx_cg_create(rq->box_id, &l, v.warnings, sizeof v.warnings);
+	ncg = cg_proc_fds(cg, cfds);
+	if (pipe2(sync, O_CLOEXEC) < 0 || pipe2(ack, O_CLOEXEC) < 0 ||
+	    pipe2(rout, O_CLOEXEC) < 0 || pipe2(rerr, O_CLOEXEC) < 0 || ncg < 0) {
+		snprintf(err, sizeof err, "pipes: %s", strerror(errno));
+		goto fail;
+	}
+	struct sbx_zspawn sp = { .magic = SBX_ZSPAWN_MAGIC, .box_id = rq->box_id, .limits = l,
+	                         .has_cgroup = cg != NULL, .ncg = (uint32_t)ncg };
+	int sfds[SBX_ZSPAWN_FDS + 3] = { fds[0], rout[1], rerr[1], sync[1], ack[0] };
+	for (int i = 0; i < ncg; i++)
+		sfds[SBX_ZSPAWN_FDS + i] = cfds[i];
+	int32_t pid = 0;
+	if (send_fds(z->zsock, &sp, sizeof sp, sfds, SBX_ZSPAWN_FDS + ncg) < 0 ||
+	    read(z->zsock, &pid, sizeof pid) != (ssize_t)sizeof pid) {
+		snprintf(err, sizeof err, "the zygote is gone");
+		kill(z->zpid, SIGKILL);
+		z->zpid = -1;
+		goto fail;
+	}
+	close_all(cfds, 3);
+	close(sync[1]); sync[1] = -1;
+	close(ack[0]); ack[0] = -1;
+	close(rout[1]); rout[1] = -1;
+	close(rerr[1]); rerr[1] = -1;
+	close(fds[0]); fds[0] = -1;
+	if (pid <= 0) {
+		snprintf(err, sizeof err, "zygote spawn failed: %s", strerror(-pid));
+		goto fail;
+	}
+	if (sbx_sync_parent(pid, sync[0], ack[1], &listener, err, sizeof err) < 0) {
+		kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		goto fail;
+	}
+	struct sbx_watch w = {
+		.pid = pid, .out_in = rout[0], .out_to = fds[1], .err_in = rerr[0], .err_to = fds[2],
+		.notify_fd = listener, .log_only = z->seccomp_log, .cg = cg, .limits = l,
+	};
+	rout[0] = rerr[0] = fds[1] = fds[2] = -1;
+	char keep[sizeof v.warnings];
+	memcpy(keep, v.warnings, sizeof keep);
+	sbx_supervise(&w, &v);
+	if (keep[0])
+		sbx_note(v.warnings, sizeof v.warnings, "%s", keep);
+	sbx_note(v.warnings, sizeof v.warnings, "zygote; cgroup %s", sbx_cg_kind(cg));
+	goto out;
+fail:
+	v.status = SBX_XX;
+	snprintf(v.message, sizeof v.message, "%s", err);
+out:
+	if (cg) {
+		sbx_cg_kill(cg);
+		sbx_cg_destroy(cg);
+	}
+	int n = sbx_verdict_format(&v, meta, sizeof meta);
+	if (n > 0 && fds[3] >= 0 && write(fds[3], meta, (size_t)n) < 0)
+		fprintf(stderr, "agenttest-sandbox: verdict: %s\n", strerror(errno));
+	close_all(cfds, 3);
+	close_all(sync, 2);
+	close_all(ack, 2);
+	close_all(rout, 2);
+	close_all(rerr, 2);
+	close_all(fds, 4);
+}
+
+int sbx_zygote_main(int ctl_fd, const struct sbx_root_opts *root, bool no_cgroup, bool seccomp_log)
+{
+	struct zsup z = { .zpid = -1, .zsock = -1, .seccomp_log = seccomp_log, .no_cgroup = no_cgroup };
+	char err[256] = "";
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (start_zygote(&z, root, err, sizeof err) < 0) {
+		fprintf(stderr, "agenttest-sandbox: %s\n", err);
+		return 2;
+	}
+	for (;;) {
+		struct sbx_zreq rq;
+		int fds[4] = { -1, -1, -1, -1 }, nfds = 0;
+		ssize_t n = recv_fds(ctl_fd, &rq, sizeof rq, fds, 4, &nfds);
+		if (n <= 0)
+			break;
+		if (n != (ssize_t)sizeof rq || nfds != 4 || rq.magic != SBX_ZREQ_MAGIC ||
+		    rq.box_id > SBX_BOX_MAX) {
+			close_all(fds, nfds);
+			continue; /* malformed: the client gets EOF on its verdict pipe */
+		}
+		serve_run(&z, &rq, fds);
+		if (z.zpid < 0)
+			break;
+	}
+	if (z.zpid > 0) {
+		kill(z.zpid, SIGKILL);
+		while (waitpid(z.zpid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	return z.zpid > 0 ? 0 : 3;
+}

@@ -1,0 +1,286 @@
+/*
+ * sbx-drive: run strategies through the real sandbox API (sandbox.h) and
+ * the real strategy host, for the escape corpus (tests/sandbox/corpus.py)
+ * and the benchmark.
+ *
+ *   sbx-drive [--trusted] [--cpu=S] [--wall=S] [--mem=BYTES] [--box=N]
+ *             [--bars=N] [--repeat=K] [--prestart] FILE...
+ *
+ * For every FILE (a Python strategy), in order and in this one process (so
+ * the zygote pool is shared between them): sbx_start, LOAD the source, DATA
+ * with N synthetic prices, RUN on all bars, BYE, read the log, sbx_finish.
+ * Prints one JSON object per run on stdout: verdict fields, the frames the
+ * host sent back (type and meta; OUTPUT bodies summarized as a count), the
+ * tail of the log and the time from sbx_start to the verdict.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "sandbox/sandbox.h"
+
+#define LOG_TAIL 2048
+
+struct opts {
+	struct sbx_spec spec;
+	unsigned bars;
+	unsigned repeat;
+	bool prestart;
+};
+
+/* Write all of buf to fd; false on error (the host may be dead). */
+static bool write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		p += n;
+		len -= (size_t)n;
+	}
+	return true;
+}
+
+/* Send one frame. */
+static bool send_frame(int fd, uint16_t type, const char *meta, const void *body, size_t blen)
+{
+	unsigned char h[16];
+	uint32_t ml = meta ? (uint32_t)strlen(meta) : 0, bl = (uint32_t)blen;
+	memcpy(h, "ATP1", 4);
+	h[4] = (unsigned char)(type & 0xff); h[5] = (unsigned char)(type >> 8);
+	h[6] = h[7] = 0;
+	for (int i = 0; i < 4; i++) {
+		h[8 + i] = (unsigned char)(ml >> (8 * i));
+		h[12 + i] = (unsigned char)(bl >> (8 * i));
+	}
+	return write_all(fd, h, sizeof h) && (!ml || write_all(fd, meta, ml)) && (!bl || write_all(fd, body, blen));
+}
+
+/* Reader state: frames from the host plus the log, multiplexed. */
+struct reader {
+	int out, log;
+	unsigned char *buf;
+	size_t len, cap;
+	char tail[LOG_TAIL + 1];
+	size_t tail_len;
+};
+
+/* Append log bytes keeping only the last LOG_TAIL. */
+static void tail_add(struct reader *r, const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (r->tail_len == LOG_TAIL) {
+			memmove(r->tail, r->tail + 1, LOG_TAIL - 1);
+			r->tail_len--;
+		}
+		r->tail[r->tail_len++] = p[i];
+	}
+	r->tail[r->tail_len] = '\0';
+}
+
+/* Pump until a whole frame is buffered (true) or EOF/timeout (false). */
+static bool next_frame(struct reader *r, uint16_t *type, json_object **meta, uint32_t *blen)
+{
+	for (;;) {
+		if (r->len >= 16) {
+			uint32_t ml = 0, bl = 0;
+			for (int i = 0; i < 4; i++) {
+				ml |= (uint32_t)r->buf[8 + i] << (8 * i);
+				bl |= (uint32_t)r->buf[12 + i] << (8 * i);
+			}
+			if (memcmp(r->buf, "ATP1", 4) != 0 || ml > (1u << 24) || bl > (1u << 28))
+				return false;
+			size_t total = 16 + (size_t)ml + bl;
+			if (r->len >= total) {
+				*type = (uint16_t)(r->buf[4] | (r->buf[5] << 8));
+				char *m = strndup((const char *)r->buf + 16, ml);
+				*meta = m && ml ? json_tokener_parse(m) : NULL;
+				free(m);
+				*blen = bl;
+				memmove(r->buf, r->buf + total, r->len - total);
+				r->len -= total;
+				return true;
+			}
+		}
+		struct pollfd p[2] = { { r->out, POLLIN, 0 }, { r->log, POLLIN, 0 } };
+		int n = poll(p, r->log >= 0 ? 2 : 1, 30000);
+		if (n <= 0)
+			return false;
+		if (r->log >= 0 && (p[1].revents & (POLLIN | POLLHUP))) {
+			char tmp[4096];
+			ssize_t k = read(r->log, tmp, sizeof tmp);
+			if (k > 0)
+				tail_add(r, tmp, (size_t)k);
+			else
+				r->log = -1;
+		}
+		if (p[0].revents & (POLLIN | POLLHUP)) {
+			if (r->cap - r->len < 65536) {
+				r->cap = r->cap * 2 + 65536;
+				r->buf = realloc(r->buf, r->cap);
+				if (!r->buf)
+					abort();
+			}
+			ssize_t k = read(r->out, r->buf + r->len, 65536);
+			if (k <= 0)
+				return false;
+			r->len += (size_t)k;
+		}
+	}
+}
+
+/* Read whatever is left of the log (bounded by EOF). */
+static void drain_log(struct reader *r)
+{
+	char tmp[4096];
+	ssize_t k;
+	while (r->log >= 0 && (k = read(r->log, tmp, sizeof tmp)) > 0)
+		tail_add(r, tmp, (size_t)k);
+}
+
+/* Read a whole file. */
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	char *buf = malloc(1 << 20);
+	*len = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+	fclose(f);
+	if (buf)
+		buf[*len] = '\0';
+	return buf;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* One run of one source; prints its JSON line. */
+static int one_run(const struct opts *o, const char *path)
+{
+	size_t slen = 0;
+	char *src = slurp(path, &slen);
+	if (!src) {
+		fprintf(stderr, "sbx-drive: cannot read %s\n", path);
+		return 1;
+	}
+	struct sbx_run run;
+	struct sbx_verdict v;
+	char err[256] = "";
+	json_object *res = json_object_new_object(), *frames = json_object_new_array();
+	double t0 = now();
+	if (sbx_start(&o->spec, &run, err, sizeof err) < 0) {
+		json_object_object_add(res, "start_error", json_object_new_string(err));
+		printf("%s\n", json_object_to_json_string_ext(res, JSON_C_TO_STRING_PLAIN));
+		json_object_put(res);
+		json_object_put(frames);
+		free(src);
+		return 1;
+	}
+	struct reader r = { .out = run.from_host, .log = run.log_fd };
+	double *prices = calloc(o->bars ? o->bars : 1, sizeof *prices);
+	for (unsigned i = 0; i < o->bars; i++)
+		prices[i] = 100.0 + (double)(i % 17) * 0.5 - (double)(i % 5) * 0.25;
+	char runmeta[64];
+	snprintf(runmeta, sizeof runmeta, "{\"bars\":%u,\"params\":{}}", o->bars);
+	bool ok = send_frame(run.to_host, 0x01, "{\"kind\":\"auto\"}", src, slen) &&
+	          send_frame(run.to_host, 0x02, NULL, prices, o->bars * sizeof *prices) &&
+	          send_frame(run.to_host, 0x03, runmeta, NULL, 0);
+	int want = 3; /* READY, LOADED|ERROR, OUTPUT|ERROR */
+	uint16_t type;
+	json_object *meta;
+	uint32_t blen;
+	while (ok && want > 0 && next_frame(&r, &type, &meta, &blen)) {
+		json_object *f = json_object_new_object();
+		json_object_object_add(f, "type", json_object_new_int(type));
+		json_object_object_add(f, "meta", meta ? meta : json_object_new_object());
+		json_object_object_add(f, "body_len", json_object_new_int64(blen));
+		json_object_array_add(frames, f);
+		want--;
+		if (type == 0x8F && want == 1)
+			want = 0; /* load failed: no RUN answer */
+	}
+	if (ok)
+		send_frame(run.to_host, 0x04, NULL, NULL, 0);
+	close(run.to_host);
+	run.to_host = -1;
+	/* the run ends now: collect the rest of the log then the verdict */
+	for (;;) {
+		char tmp[65536];
+		ssize_t k = read(run.from_host, tmp, sizeof tmp);
+		if (k <= 0)
+			break;
+	}
+	drain_log(&r);
+	int frc = sbx_finish(&run, &v);
+	double dt = now() - t0;
+	json_object_object_add(res, "file", json_object_new_string(path));
+	json_object_object_add(res, "finish_rc", json_object_new_int(frc));
+	json_object_object_add(res, "status", json_object_new_string(
+		(const char *[]){ "OK", "RE", "SG", "TO", "ML", "SY", "OL", "XX" }[v.status < SBX_STATUS__MAX ? v.status : SBX_XX]));
+	json_object_object_add(res, "code", json_object_new_string(sbx_status_code(v.status)));
+	json_object_object_add(res, "exitcode", json_object_new_int(v.exit_code));
+	json_object_object_add(res, "exitsig", json_object_new_int(v.exit_signal));
+	json_object_object_add(res, "syscall", json_object_new_string(v.syscall_name));
+	json_object_object_add(res, "time", json_object_new_double(v.cpu_seconds));
+	json_object_object_add(res, "time_wall", json_object_new_double(v.wall_seconds));
+	json_object_object_add(res, "max_rss", json_object_new_int64((int64_t)v.max_rss_bytes));
+	json_object_object_add(res, "cg_mem", json_object_new_int64((int64_t)v.cg_mem_bytes));
+	json_object_object_add(res, "message", json_object_new_string(v.message));
+	json_object_object_add(res, "warnings", json_object_new_string(v.warnings));
+	json_object_object_add(res, "elapsed", json_object_new_double(dt));
+	json_object_object_add(res, "frames", frames);
+	json_object_object_add(res, "log", json_object_new_string(r.tail));
+	printf("%s\n", json_object_to_json_string_ext(res, JSON_C_TO_STRING_PLAIN));
+	fflush(stdout);
+	json_object_put(res);
+	free(r.buf);
+	free(prices);
+	free(src);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .bars = 100, .repeat = 1 };
+	o.spec.mode = SBX_CONFINED;
+	int i = 1;
+	for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--trusted") == 0) o.spec.mode = SBX_TRUSTED;
+		else if (strncmp(a, "--cpu=", 6) == 0) o.spec.limits.cpu_seconds = atof(a + 6);
+		else if (strncmp(a, "--wall=", 7) == 0) o.spec.limits.wall_seconds = atof(a + 7);
+		else if (strncmp(a, "--mem=", 6) == 0) o.spec.limits.memory_bytes = strtoull(a + 6, NULL, 10);
+		else if (strncmp(a, "--output=", 9) == 0) o.spec.limits.output_bytes = strtoull(a + 9, NULL, 10);
+		else if (strncmp(a, "--box=", 6) == 0) o.spec.box_id = (uint32_t)atoi(a + 6);
+		else if (strncmp(a, "--bars=", 7) == 0) o.bars = (unsigned)atoi(a + 7);
+		else if (strncmp(a, "--repeat=", 9) == 0) o.repeat = (unsigned)atoi(a + 9);
+		else if (strcmp(a, "--prestart") == 0) o.prestart = true;
+		else { fprintf(stderr, "sbx-drive: unknown option %s\n", a); return 2; }
+	}
+	if (o.prestart) {
+		char err[256];
+		if (sbx_prestart(1, err, sizeof err) < 0)
+			fprintf(stderr, "sbx-drive: prestart: %s\n", err);
+	}
+	int rc = 0;
+	for (unsigned k = 0; k < o.repeat; k++)
+		for (int j = i; j < argc; j++)
+			rc |= one_run(&o, argv[j]);
+	return rc;
+}
