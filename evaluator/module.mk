@@ -36,19 +36,27 @@ $(BINDIR)/agenttest-runner: $(RUNNER_MAIN) $(LIBS)
 	$(CC) $(LDFLAGS) -Wl,--wrap=sbx_start,--wrap=sbx_finish -o $@ $(RUNNER_MAIN) \
 	  -Wl,--start-group $(LIBS) -Wl,--end-group $(LDLIBS) -lpthread
 
-# libagenttest_eval.so: the same sources as libevaluator.a (plus common/) in a
-# shared library for the Python SDK and the tests (ctypes). Compiled apart with
+# libagenttest_eval.so: libevaluator's sources (plus common/) in a shared
+# library for the Python SDK and the tests (ctypes). Compiled apart with
 # -fvisibility=hidden so that only functions marked with a visibility("default")
-# attribute (CH_API in evaluator/challenges/challenges.h) are exported.
-EVAL_SHLIB      := $(BUILD)/libagenttest_eval.so
-EVAL_SHLIB_OBJS := $(patsubst %.c,$(BUILD)/shlib/%.o,$(EVAL_CORE_SRCS) $(call component_srcs,common))
-ALL_OBJS        += $(EVAL_SHLIB_OBJS)
-BINS            += $(EVAL_SHLIB)
+# attribute (CH_API in evaluator/challenges/challenges.h) are exported. The
+# exporting objects are linked whole; everything else comes from an archive,
+# so only what they use is pulled in (and -z defs proves it resolves).
+EVAL_SHLIB       := $(BUILD)/libagenttest_eval.so
+EVAL_SHLIB_ROOTS := $(patsubst %.c,$(BUILD)/shlib/%.o,$(filter evaluator/challenges/%,$(EVAL_CORE_SRCS)))
+EVAL_SHLIB_REST  := $(patsubst %.c,$(BUILD)/shlib/%.o,$(filter-out evaluator/challenges/%,$(EVAL_CORE_SRCS)) $(call component_srcs,common))
+ALL_OBJS         += $(EVAL_SHLIB_ROOTS) $(EVAL_SHLIB_REST)
+BINS             += $(EVAL_SHLIB)
 
 $(BUILD)/shlib/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -fvisibility=hidden -MMD -MP -c $< -o $@
 
-$(EVAL_SHLIB): $(EVAL_SHLIB_OBJS)
+$(BUILD)/shlib/libeval_rest.a: $(EVAL_SHLIB_REST)
 	@mkdir -p $(@D)
-	$(CC) -shared $(OPT) $(HARDEN_LDFLAGS) -o $@ $^ $(LDLIBS)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(EVAL_SHLIB): $(EVAL_SHLIB_ROOTS) $(BUILD)/shlib/libeval_rest.a
+	@mkdir -p $(@D)
+	$(CC) -shared $(OPT) $(HARDEN_LDFLAGS) -Wl,-z,defs -o $@ $(EVAL_SHLIB_ROOTS) \
+	  -Wl,--start-group $(BUILD)/shlib/libeval_rest.a -Wl,--end-group $(LDLIBS)
