@@ -1,23 +1,28 @@
 // Settings: who you are, your API tokens (create: shown once; revoke), and
 // for admins the users of this server.
 import { api, post, rows } from '../api.js';
-import { h, clear, table, field, dl } from '../dom.js';
+import { h, clear, table, dl } from '../dom.js';
 import { ago, when } from '../format.js';
 import { announce, confirmDialog, loadWho } from '../app.js';
 import { pageHead, pick, unavailable } from './common.js';
 
 const AUTH_TEXT = {
-  loopback: 'no token needed: this server has no tokens configured and you connect from this machine',
-  token: 'an API token',
-  env: 'the server’s MANTIS_AUTH_TOKEN',
-  env_token: 'the server’s MANTIS_AUTH_TOKEN',
-  cookie: 'an API token (kept as a cookie)',
+  loopback: 'no token: this server admits clients on its own machine as the local admin',
+  bearer: 'an API token (Authorization header)',
+  cookie: 'an API token, kept by this browser as a cookie',
+  query: 'an API token in the link',
 };
+
+/** authText(me): how the caller signed in, in words. */
+function authText(me) {
+  const base = AUTH_TEXT[me.auth] || (me.auth ? String(me.auth) : null);
+  if (me.shared_token) return `${base} (the server’s shared MANTIS_AUTH_TOKEN)`;
+  return base;
+}
 
 function tokenTable(list, onRevoke) {
   return table([
-    { label: 'Label', cell: (t) => String(pick(t, 'label', 'name') ?? '—') },
-    { label: 'Token', cell: (t) => (pick(t, 'prefix', 'hint') ? h('code', null, `${pick(t, 'prefix', 'hint')}…`) : '—') },
+    { label: 'Token', cell: (t) => (pick(t, 'prefix', 'hint') ? h('code', null, `${pick(t, 'prefix', 'hint')}…`) : `#${t.id}`) },
     { label: 'Created', cell: (t) => when(pick(t, 'created_at')) },
     { label: 'Last used', cell: (t) => (pick(t, 'last_used', 'last_used_at') ? ago(pick(t, 'last_used', 'last_used_at')) : 'never') },
     {
@@ -27,7 +32,7 @@ function tokenTable(list, onRevoke) {
         return h('span', { class: 'row' }, h('span', { class: 'badge st-completed' }, 'active'),
           t.current ? h('span', { class: 'muted small' }, '(this session)') : null,
           h('button', {
-            type: 'button', class: 'small danger', 'aria-label': `Revoke token ${pick(t, 'label', 'name') || pick(t, 'id')}`,
+            type: 'button', class: 'small danger', 'aria-label': `Revoke token ${pick(t, 'prefix') || `#${t.id}`}`,
             on: { click: () => onRevoke(t) },
           }, 'Revoke'));
       },
@@ -55,17 +60,15 @@ async function tokensSection(ctx, section) {
   section.append(h('p', { class: 'muted' },
     'Tokens let scripts and agents use the API as you. A new token is shown once; the server keeps only a keyed hash of it.'));
   const once = h('div', { 'aria-live': 'polite' });
-  const labelIn = h('input', { type: 'text', name: 'label', maxlength: 64, autocomplete: 'off', placeholder: 'e.g. laptop script' });
   const err = h('p', { class: 'error', role: 'alert' });
   const form = h('form', { class: 'stack', 'aria-label': 'Create a token' },
-    h('div', { class: 'fields' }, field('Label for a new token', labelIn),
-      h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, 'Create token'))), err);
+    h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, 'Create a new token'),
+      h('span', { class: 'small muted' }, 'It gets your role; each user may hold up to 50 active tokens.')), err);
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     err.textContent = '';
     try {
-      const res = await post('/api/tokens', { label: labelIn.value.trim() });
-      labelIn.value = '';
+      const res = await post('/api/tokens', {});
       const secret = h('input', { type: 'text', readonly: true, value: res.token, 'aria-label': 'Your new token', 'data-testid': 'new-token' });
       const copy = h('button', { type: 'button' }, 'Copy');
       copy.addEventListener('click', async () => {
@@ -89,8 +92,9 @@ async function tokensSection(ctx, section) {
   section.append(form, once, listBox);
 
   async function revoke(t) {
-    const name = pick(t, 'label', 'name') || `#${t.id}`;
-    if (!await confirmDialog('Revoke this token?', `Token ${name} stops working at once, for every script that uses it.`, 'Revoke')) return;
+    const name = pick(t, 'prefix') ? `${t.prefix}…` : `#${t.id}`;
+    const self = t.current ? ' It is the token this browser signed in with: you will have to sign in again.' : '';
+    if (!await confirmDialog('Revoke this token?', `Token ${name} stops working at once, for every script that uses it.${self}`, 'Revoke')) return;
     try {
       await post(`/api/tokens/${encodeURIComponent(t.id)}/revoke`);
       announce(`Token ${name} revoked`);
@@ -123,7 +127,7 @@ async function usersSection(ctx, section) {
     { label: 'Role', cell: (u) => h('span', { class: `badge role-${u.role === 'admin' ? 'admin' : 'user'}` }, String(u.role || 'user')) },
     { label: 'Active tokens', num: true, cell: (u) => String(pick(u, 'active_tokens', 'tokens', 'token_count') ?? '—') },
     { label: 'Created', cell: (u) => when(pick(u, 'created_at')) },
-    { label: 'Last seen', cell: (u) => (pick(u, 'last_used', 'last_seen') ? ago(pick(u, 'last_used', 'last_seen')) : '—') },
+    { label: 'Last token use', cell: (u) => (pick(u, 'last_used_at', 'last_used') ? ago(pick(u, 'last_used_at', 'last_used')) : '—') },
   ], rows(data, 'users'), { caption: 'Users of this server', empty: 'No users.' }));
 }
 
@@ -144,7 +148,7 @@ export async function render(ctx) {
     whoBox.append(dl([
       ['User', String(pick(me, 'user', 'name') ?? '—')],
       ['Role', h('span', { class: `badge role-${me.role === 'admin' ? 'admin' : 'user'}`, 'data-testid': 'my-role' }, String(me.role || 'user'))],
-      ['Signed in with', AUTH_TEXT[me.auth] || (me.auth ? String(me.auth) : null)],
+      ['Signed in with', authText(me)],
     ]));
     if (me.role === 'admin') whoBox.append(h('p', { class: 'small muted' }, 'Admins see every strategy and run, promote defaults and see the users.'));
   }
