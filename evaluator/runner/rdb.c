@@ -82,7 +82,7 @@ MYSQL *rdb_connect(const char *url, struct buf *err)
 		goto out;
 	}
 	if (qs(c, "SET SESSION time_zone = '+00:00', autocommit = 1, "
-		  "TRANSACTION ISOLATION LEVEL READ COMMITTED", err) != 0) {
+		  "tx_isolation = 'READ-COMMITTED'", err) != 0) {
 		mysql_close(c);
 		c = NULL;
 	}

@@ -20,10 +20,49 @@ db_migrate() {
   fi
 }
 
-# prepare_data: make sure the data the stack serves exists.
+# prepare_data: make sure the data the stack serves exists, and export what
+# the pool and the runner read (issue 5, owned by the runs engineer).
+#   - the default market (agenttest data synth) under $VAR/data/<label>,
+#     registered as DATASET_VERSION (default synth-v1);
+#   - the original agenttest's 5-bar demo series (prices 100..104) as "v1",
+#     so its README flows give their documented numbers;
+#   - STRATEGIES_DIR, ARTIFACTS_DIR, RUNNER_NOTIFY_DIR under $VAR, and the
+#     repository's examples/ as a trusted strategy directory.
 prepare_data() {
-  # The default dataset (agenttest data synth) is created here once the evaluator provides it.
-  :
+  local data label days dir
+  data=$(cfg AGENTTEST_DATA_DIR "$VAR/data")
+  label=$(cfg DATASET_VERSION synth-v1)
+  days=$(cfg AGENTTEST_SYNTH_DAYS 60)
+  require_uint AGENTTEST_SYNTH_DAYS "$days" 1 3650
+  [[ $label =~ ^[A-Za-z0-9._-]{1,64}$ ]] || die "DATASET_VERSION is not a valid label: '$label'"
+  mkdir -p "$data"
+  dir=$data/$label
+  if [ "$label" != v1 ] && [ ! -f "$dir/manifest.json" ]; then
+    "$BIN/agenttest" data synth --out "$dir" --version "$label" --days "$days" >>"$LOG/data.log" 2>&1 ||
+      { tail_log "$LOG/data.log"; die "agenttest data synth failed"; }
+  fi
+  if [ ! -f "$data/v1/prices.csv" ]; then
+    mkdir -p "$data/v1"
+    printf 'ts,price\n1,100\n2,101\n3,102\n4,103\n5,104\n' >"$data/v1/prices.csv.tmp"
+    mv "$data/v1/prices.csv.tmp" "$data/v1/prices.csv"
+  fi
+  if [ "$label" != v1 ]; then
+    register_dataset "$dir" "$label"
+  fi
+  register_dataset "$data/v1" v1
+  export DATASET_VERSION=$label DATASET_DIR=$dir
+  export STRATEGIES_DIR=${STRATEGIES_DIR:-$VAR/strategies}
+  export ARTIFACTS_DIR=${ARTIFACTS_DIR:-$VAR/run_artifacts}
+  export RUNNER_NOTIFY_DIR=${RUNNER_NOTIFY_DIR:-$RUN/runners}
+  export TRUSTED_STRATEGY_DIRS=${TRUSTED_STRATEGY_DIRS:-$REPO/examples}
+  mkdir -p "$STRATEGIES_DIR" "$ARTIFACTS_DIR" "$RUNNER_NOTIFY_DIR"
+}
+
+# register_dataset DIR LABEL: record the dataset version in the database
+# (idempotent; a label already bound to other bytes is refused).
+register_dataset() {
+  "$BIN/agenttest" dataset register "$1" --version "$2" >>"$LOG/data.log" 2>&1 ||
+    { tail_log "$LOG/data.log"; die "agenttest dataset register $2 failed"; }
 }
 
 # pool_socket_ready: succeed when the pool's unix socket accepts connections.
@@ -50,13 +89,28 @@ pool_stop() {
   rm -f "$FCGI_SOCKET"
 }
 
-# start_runner: start the job runner (agenttest-runner).
+# start_runner: start the job runner (agenttest-runner) with
+# AGENTTEST_RUNNER_SLOTS slots (default: the number of CPUs).
 start_runner() {
-  # The runner (bin/agenttest-runner) is started here once it exists; stop_runner mirrors it.
-  :
+  local slots
+  [ -x "$BIN/agenttest-runner" ] || die "$BIN/agenttest-runner is missing (run make build)"
+  pid_of runner >/dev/null && return 0
+  slots=$(cfg AGENTTEST_RUNNER_SLOTS "$(nproc)")
+  require_uint AGENTTEST_RUNNER_SLOTS "$slots" 1 64
+  spawn runner "$LOG/runner.log" "$BIN/agenttest-runner" --slots "$slots"
+  if ! wait_for 10 "the runner" runner_ready; then
+    tail_log "$LOG/runner.log"
+    die "the runner did not start"
+  fi
 }
 
-# stop_runner: stop what start_runner started.
+# runner_ready: the runner is up (its wake-up socket exists).
+runner_ready() {
+  local pid
+  pid=$(pid_of runner) && [ -S "$RUNNER_NOTIFY_DIR/runner-$pid.sock" ]
+}
+
+# stop_runner: SIGTERM (running jobs finish or are handed back), then wait.
 stop_runner() {
-  :
+  stop_proc runner TERM 40
 }
