@@ -98,6 +98,43 @@ static void log_run(enum log_level lvl, const char *event, const char *run_id, c
 	buf_free(&b);
 }
 
+/*
+ * The verification record of a re-execution j of run j->verify_of: compare
+ * r with the stored metrics and equity (bit for bit, runtime_s aside) and
+ * write the JSON object into out.
+ */
+static void build_verification(MYSQL *c, const struct rjob *j, const struct rresult *r, struct buf *out)
+{
+	struct buf mj = BUF_INIT, eq = BUF_INIT, diff = BUF_INIT, err = BUF_INIT;
+	struct metrics ref;
+	bool identical = false;
+	buf_puts(out, "{\"verification_run_id\":\"");
+	buf_puts(out, j->id);
+	buf_puts(out, "\",\"verified_at\":\"");
+	log_time(out);
+	buf_puts(out, "\",");
+	if (r->status != RJOB_COMPLETED) {
+		buf_printf(out, "\"identical\":false,\"first_difference\":{\"what\":\"status\",\"actual\":\"%s\"}}",
+			   r->error_code[0] ? r->error_code : "failed");
+		goto out;
+	}
+	int got = rdb_load_reference(c, j->verify_of, &mj, &eq, &err);
+	if (got <= 0 || !policy_metrics_from_json(buf_cstr(&mj), &ref) || eq.len % sizeof(double)) {
+		buf_puts(out, "\"identical\":false,\"first_difference\":{\"what\":\"reference\",\"actual\":\"the original "
+			      "run's stored results cannot be read\"}}");
+		goto out;
+	}
+	identical = policy_compare(&ref, (const double *)(const void *)eq.data, eq.len / sizeof(double), &r->m,
+				   r->equity, r->n, &diff);
+	buf_printf(out, "\"identical\":%s,\"first_difference\":%s}", identical ? "true" : "false",
+		   identical ? "null" : buf_cstr(&diff));
+out:
+	buf_free(&mj);
+	buf_free(&eq);
+	buf_free(&diff);
+	buf_free(&err);
+}
+
 /* Execute one claimed job and write its outcome. */
 static void slot_run(struct slot *s, MYSQL *c, struct rjob *j)
 {
@@ -120,7 +157,13 @@ static void slot_run(struct slot *s, MYSQL *c, struct rjob *j)
 		else
 			log_run(LOG_LVL_INFO, "handed_back", j->id, NULL);
 	} else {
+		struct buf vjson = BUF_INIT;
+		if (j->verify_of)
+			build_verification(c, j, &r, &vjson);
 		int w = rdb_finish(c, R.owner, j, &r, art.len ? art.data : NULL, &err);
+		if (w > 0 && vjson.len && rdb_record_verification(c, j->verify_of, vjson.data, &err) != 0)
+			log_run(LOG_LVL_ERROR, "verification_not_recorded", j->id, buf_cstr(&err));
+		buf_free(&vjson);
 		if (w < 0)
 			log_run(LOG_LVL_ERROR, "finish_failed", j->id, buf_cstr(&err));
 		else if (w == 0)

@@ -18,6 +18,7 @@
 #include <json-c/json.h>
 
 #include "evaluator/canon_json.h"
+#include "evaluator/engine.h"
 #include "evaluator/hashes.h"
 #include "evaluator/pyrepr.h"
 #include "evaluator/runner/runner.h"
@@ -192,7 +193,7 @@ static long long max_queued(struct fcgi_ctx *c)
 /* Fields of a run to queue. */
 struct new_run {
 	long long   owner_id, version_id, dataset_id;
-	const char *dataset_version, *dataset_hash, *code_hash, *config_hash, *params, *asset, *verify_of;
+	const char *dataset_version, *dataset_hash, *code_hash, *config_hash, *params, *asset, *verify_of, *engine;
 	bool        audit;
 };
 
@@ -205,11 +206,12 @@ static bool insert_run(struct fcgi_ctx *c, const struct new_run *n, char id[37])
 		DB_ARG_TEXT(n->dataset_version), DB_ARG_TEXT(n->dataset_hash), DB_ARG_TEXT(n->code_hash),
 		DB_ARG_TEXT(n->config_hash), DB_ARG_TEXT(n->params),
 		n->asset ? DB_ARG_TEXT(n->asset) : DB_ARG_NULL, DB_ARG_INT(n->audit ? 1 : 0),
-		n->verify_of ? DB_ARG_TEXT(n->verify_of) : DB_ARG_NULL,
+		n->verify_of ? DB_ARG_TEXT(n->verify_of) : DB_ARG_NULL, n->engine ? DB_ARG_TEXT(n->engine) : DB_ARG_NULL,
 	};
 	enum db_status st = db_exec(fcgi_db(c),
 		"INSERT INTO runs (id, owner_id, strategy_version_id, dataset_id, dataset_version, dataset_hash, "
-		"code_hash, config_hash, params, asset, audit, verify_of) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		"code_hash, config_hash, params, asset, audit, verify_of, engine) "
+		"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		args, sizeof args / sizeof args[0], NULL, 0, NULL, NULL, NULL, 0);
 	if (st != DB_OK) {
 		fcgi_reply_db_error(c, st);
@@ -235,12 +237,15 @@ static void reply_after_wait(struct fcgi_ctx *c, const char *id, double wait)
 void h_runs_create(struct fcgi_ctx *c)
 {
 	static const char *const allowed[] = { "strategy_version_id", "strategy_path", "dataset_version", "params",
-					       "asset", "audit", "wait", "trusted", NULL };
+					       "asset", "audit", "wait", "trusted", "fee_bps", "max_leverage", NULL };
 	json_object *body = fcgi_body(c), *params = NULL;
 	int64_t vid = 0;
 	const char *path = NULL, *dsv = NULL, *asset = NULL;
 	bool audit = true, admin;
 	double wait;
+	struct engine_cfg eng = { ENGINE_DEFAULT_FEE_BPS, ENGINE_DEFAULT_MAX_LEVERAGE };
+	json_object *engine = NULL;
+	struct buf etext = BUF_INIT;
 	long long uid;
 	char cfg_hash[65], err[256], id[37];
 	struct buf canon = BUF_INIT;
@@ -252,8 +257,15 @@ void h_runs_create(struct fcgi_ctx *c)
 	    !fcgi_json_object(c, body, "params", FIELD_OPTIONAL, &params) ||
 	    !fcgi_json_string(c, body, "asset", FIELD_OPTIONAL | FIELD_NULLABLE, 1, 32, &asset) ||
 	    !fcgi_json_bool(c, body, "audit", FIELD_OPTIONAL | FIELD_NULLABLE, &audit) ||
+	    !fcgi_json_number(c, body, "fee_bps", FIELD_OPTIONAL | FIELD_NULLABLE, 0, ENGINE_MAX_FEE_BPS, &eng.fee_bps) ||
+	    !fcgi_json_number(c, body, "max_leverage", FIELD_OPTIONAL | FIELD_NULLABLE, 0, ENGINE_MAX_LEVERAGE,
+			      &eng.max_leverage) ||
 	    !wait_arg(c, body, &wait) || !rv_caller(c, &uid, &admin))
 		goto out;
+	if (!engine_cfg_valid(&eng, err, sizeof err)) {
+		fcgi_reply_error(c, 400, "invalid_field", "%s", err);
+		goto out;
+	}
 	if (!vid && !path) {
 		fcgi_reply_error(c, 400, "missing_field", "Provide strategy_version_id or strategy_path");
 		goto out;
@@ -293,7 +305,17 @@ void h_runs_create(struct fcgi_ctx *c)
 		defaults = json_tokener_parse(v->params);
 		params = defaults;
 	}
-	if (hash_config(dsv, params, NULL, cfg_hash, &canon, err, sizeof err) != 0) {
+	if (strcmp(v->kind, "positions") == 0) {
+		/* fee and leverage change a positions run's results: part of its config */
+		engine = json_object_new_object();
+		json_object_object_add(engine, "fee_bps", json_object_new_double(eng.fee_bps));
+		json_object_object_add(engine, "max_leverage", json_object_new_double(eng.max_leverage));
+		if (cj_write(&etext, engine, err, sizeof err) != 0) {
+			fcgi_reply_error(c, 500, "internal", "engine configuration: %s", err);
+			goto out;
+		}
+	}
+	if (hash_config(dsv, params, engine, cfg_hash, NULL, err, sizeof err) != 0) {
 		fcgi_reply_error(c, 400, "invalid_field", "params: %s", err);
 		goto out;
 	}
@@ -316,12 +338,14 @@ void h_runs_create(struct fcgi_ctx *c)
 	struct new_run n = {
 		.owner_id = v->owner_id, .version_id = vid, .dataset_id = d->id, .dataset_version = dsv,
 		.dataset_hash = d->hash, .code_hash = v->code_hash, .config_hash = cfg_hash, .params = ptext,
-		.asset = asset, .audit = audit,
+		.asset = asset, .audit = audit, .engine = engine ? buf_cstr(&etext) : NULL,
 	};
 	if (!insert_run(c, &n, id))
 		goto out;
 	reply_after_wait(c, id, wait);
 out:
+	json_object_put(engine);
+	buf_free(&etext);
 	json_object_put(defaults);
 	buf_free(&canon);
 }
@@ -585,19 +609,20 @@ void h_runs_verify(struct fcgi_ctx *c)
 		fcgi_reply_error(c, 409, "conflict", "only a completed run can be verified (run %s is %s)", r->id, r->status);
 		return;
 	}
-	struct db_col dcol = DB_COL_INT;
+	char engine[512];
+	struct db_col dcol[] = { DB_COL_INT, DB_COL_TEXT(engine) };
 	struct db_arg arg = DB_ARG_TEXT(r->id);
-	enum db_status st = db_exec(fcgi_db(c), "SELECT dataset_id FROM runs WHERE id = ?", &arg, 1, &dcol, 1, NULL,
-				    NULL, NULL, DB_IDEMPOTENT);
+	enum db_status st = db_exec(fcgi_db(c), "SELECT dataset_id, engine FROM runs WHERE id = ?", &arg, 1, dcol, 2,
+				    NULL, NULL, NULL, DB_IDEMPOTENT);
 	if (st != DB_OK) {
 		fcgi_reply_db_error(c, st);
 		return;
 	}
 	struct new_run n = {
-		.owner_id = r->owner_id, .version_id = r->strategy_version_id, .dataset_id = dcol.i,
+		.owner_id = r->owner_id, .version_id = r->strategy_version_id, .dataset_id = dcol[0].i,
 		.dataset_version = r->dataset_version, .dataset_hash = r->dataset_hash, .code_hash = r->code_hash,
 		.config_hash = r->config_hash, .params = r->params ? r->params : "{}", .asset = r->asset,
-		.audit = r->audit_requested, .verify_of = r->id,
+		.audit = r->audit_requested, .verify_of = r->id, .engine = dcol[1].is_null ? NULL : engine,
 	};
 	if (!insert_run(c, &n, id))
 		return;

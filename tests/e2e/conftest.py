@@ -45,6 +45,8 @@ DEFAULT_ENV = {
     "MANTIS_RATE_LIMIT_RPM": "0",
     "AGENTTEST_WORKERS": "2",
     "AGENTTEST_DB_BUFFER_POOL": "32M",
+    # a week of the synthetic market (10,080 bars) keeps stack starts fast
+    "AGENTTEST_SYNTH_DAYS": "7",
 }
 # Variables from the caller's environment that would change a stack's
 # meaning; the fixtures set what they want explicitly.
@@ -297,6 +299,15 @@ def stack_factory():
 def stack(stack_factory):
     """The shared default stack."""
     return stack_factory("default")
+
+
+@pytest.fixture(scope="session")
+def secured(stack_factory):
+    """A stack with MANTIS_AUTH_TOKEN set and a low rate limit (30/min,
+    burst 20). Tests keep their rate-limit buckets apart by using their
+    own source addresses."""
+    return stack_factory("secured", MANTIS_AUTH_TOKEN=strong_token(),
+                         MANTIS_RATE_LIMIT_RPM=30, AGENTTEST_RATE_BURST=20)
 
 
 @pytest.fixture(scope="session")
