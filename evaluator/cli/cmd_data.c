@@ -320,9 +320,11 @@ static int data_info(const char *dir)
 
 int cmd_data(int argc, char **argv)
 {
-	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
-		data_usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? CLI_USAGE : CLI_OK;
+	if (argc < 2)
+		return cli_error(CLI_USAGE, "bad_request", "usage: agenttest data synth|import|verify|info ... (see 'agenttest data --help')");
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+		data_usage(stdout);
+		return CLI_OK;
 	}
 	const char *sub = argv[1];
 	if (strcmp(sub, "synth") == 0)
