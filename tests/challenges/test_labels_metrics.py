@@ -1,0 +1,155 @@
+"""C labels and metrics (through ctypes) against the independent numpy /
+scikit-learn / scipy reference, mantis mode: labels identical, metrics
+within 1e-9 (mostly bit-identical)."""
+import numpy as np
+import pytest
+
+import chlib
+import reference as ref
+from conftest import walk
+
+
+def test_rolling_std_bitwise(seed):
+    x = np.random.default_rng(seed).normal(0, 1e-3, 5000)
+    for w in (1, 2, 60, 3600):
+        assert np.array_equal(chlib.rolling_std(x, w), ref.rolling_std(x, w))
+    assert len(chlib.rolling_std(x[:10], 20)) == 0
+
+
+def test_sigma_series_bitwise(seed):
+    p = walk(8000, seed)[:, 0]
+    a, b = chlib.sigma_series(p, 60, 3600), ref.sigma_series(p, 60, 3600)
+    assert np.array_equal(np.isnan(a), np.isnan(b))
+    assert np.array_equal(a[~np.isnan(a)], b[~np.isnan(b)])
+    assert np.isnan(a[:60 + 3599]).all() and np.isfinite(a[60 + 3599:]).all()
+
+
+@pytest.mark.parametrize("h", [1, 2, 60])
+def test_binary_labels_identical(seed, h):
+    p = walk(5000, seed)[:, 0]
+    p[100:110] = p[99]  # flat stretch: equal prices are label 0
+    assert np.array_equal(chlib.binary_labels(p, h), ref.binary_labels(p, h))
+
+
+def test_hitfirst_labels_identical(seed):
+    p = walk(20000, seed, vol=0.003)[:, 0]
+    c, r = chlib.hitfirst_labels(p, 100, 7200), ref.hitfirst_labels(p, 100, 7200)
+    assert len(c) == 19900 and np.array_equal(c, r)
+    assert set(np.unique(c)) <= {-1, 0, 1, 2} and (c[:7199] == -1).all() and (c[7199:] >= 0).all()
+
+
+def test_hitfirst_labels_small_window(seed):
+    p = walk(6000, seed)[:, 0]
+    assert np.array_equal(chlib.hitfirst_labels(p, 100, 500), ref.hitfirst_labels(p, 100, 500))
+
+
+@pytest.mark.parametrize("h", [60, 360])
+def test_lbfgs_labels_identical(seed, h):
+    p = walk(15000, seed)[:, 0]
+    cb, ct = chlib.lbfgs_labels(p, h, 3600)
+    rb, rt = ref.lbfgs_labels(p, h, 3600)
+    assert np.array_equal(ct, rt) and np.array_equal(cb, rb)
+    assert ct[0] == h + 3599 and ct[-1] == 15000 - h - 1
+
+
+def test_xsec_returns_and_labels_identical(seed):
+    m = walk(3000, seed, A=7)
+    m[50, 3] = np.nan
+    m[70, 1] = 0.0
+    cr, cv = chlib.xsec_returns(m, 240)
+    rr, rv = ref.xsec_returns(m, 240)
+    assert np.array_equal(np.isnan(cr), np.isnan(rr))
+    assert np.array_equal(cr[~np.isnan(cr)], rr[~np.isnan(rr)]) and np.array_equal(cv, rv)
+    cl, clv = chlib.xsec_labels(m, 240)
+    rl, rlv = ref.xsec_labels(m, 240)
+    assert np.array_equal(cl, rl) and np.array_equal(clv, rlv)
+
+
+def test_diff_returns_identical(seed):
+    f = np.random.default_rng(seed).normal(0, 1e-4, (2000, 5))
+    cr, cv = chlib.xsec_returns(f, 480, diff=True)
+    rr, rv = ref.diff_returns(f, 480)
+    assert np.array_equal(cr, rr) and np.array_equal(cv, rv)
+
+
+def test_breakout_events_identical(seed):
+    m = walk(20000, seed, vol=0.006, A=8)
+    c = chlib.breakout_detect(m)
+    r = ref.detect_breakouts(m)
+    assert len(c) >= 20 and c == r
+
+
+def test_breakout_events_small_lookback(seed):
+    m = walk(6000, seed, vol=0.004, A=5)
+    c = chlib.breakout_detect(m, L=400, max_pending=700)
+    r = ref.detect_breakouts(m, L=400, max_pending=700)
+    assert len(c) > 20 and c == r
+
+
+def test_breakout_nan_in_range_mantis(seed):
+    m = walk(4000, seed, vol=0.004, A=5)
+    m[1000:1003, 2] = np.nan
+    c = chlib.breakout_detect(m, L=400)
+    r = ref.detect_breakouts(m, L=400)
+    assert c == r
+
+
+# ---- metrics --------------------------------------------------------------
+
+def test_auc_with_ties(seed):
+    rng = np.random.default_rng(seed)
+    for n in (3, 50, 4000):
+        y = rng.integers(0, 2, n)
+        y[0], y[1] = 0, 1
+        for s in (rng.random(n), np.round(rng.random(n), 1), np.zeros(n),
+                  rng.random(n).astype(np.float32).astype(np.float64)):
+            assert abs(chlib.roc_auc(y, s) - ref.auc(y, s)) <= 1e-12
+    assert np.isnan(chlib.roc_auc(np.ones(5), rng.random(5)))
+
+
+def test_log_loss(seed):
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet([1, 1, 1], 3000).astype(np.float32)
+    p[:10, 0] = 0.0
+    p[10:20, 1] = 1.0
+    y = rng.integers(0, 3, 3000).astype(np.int32)
+    assert abs(chlib.log_loss3(y, p) - ref.log_loss3(y, p)) <= 1e-12
+
+
+def test_balanced_accuracy(seed):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 5, 700)
+    y[y == 3] = 2  # an absent class is skipped
+    pr = rng.integers(0, 5, 700)
+    assert abs(chlib.balanced_accuracy(y, pr) - ref.balanced_accuracy(y, pr)) <= 1e-15
+    assert chlib.balanced_accuracy(np.array([], dtype=np.int32), np.array([], dtype=np.int32)) == 0.0
+
+
+def test_spearman(seed):
+    rng = np.random.default_rng(seed)
+    for n in (5, 29, 200):
+        x, y = rng.random(n), rng.random(n)
+        xt = np.round(x, 1)
+        for a, b in ((x, y), (xt, y), (xt, np.round(y, 1))):
+            assert abs(chlib.spearman(a, b) - ref.spearman(a, b)) <= 1e-12
+            assert abs(ref._spearman_fast(a, b) - ref.spearman(a, b)) <= 1e-12
+        assert np.isnan(chlib.spearman(np.ones(n), y))
+
+
+def test_pairwise_sum_and_nanmean(seed):
+    rng = np.random.default_rng(seed)
+    for n in (0, 1, 7, 8, 9, 127, 128, 129, 1000, 4097):
+        x = rng.random(n) * 10.0 ** rng.integers(-5, 5, n)
+        assert chlib.np_sum(x) == np.sum(x)
+        if n:
+            x[::3] = np.nan
+            assert chlib.nanmean(x) == ref.nanmean(x) or (np.isnan(chlib.nanmean(x)) and np.isnan(ref.nanmean(x)))
+
+
+def test_slope_sign_matches_sklearn(seed):
+    rng = np.random.default_rng(seed)
+    for shift in (-0.3, 0.3, 0.05):
+        y = rng.integers(0, 2, 800)
+        s = rng.normal(0, 1, 800) + shift * y
+        assert chlib.slope_sign(s, y) == ref.slope_sign_sklearn(s, y)
+    assert chlib.slope_sign(np.ones(10), np.r_[np.zeros(5), np.ones(5)]) == 0
