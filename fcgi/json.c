@@ -14,6 +14,58 @@
 
 #include "fcgi/app.h"
 
+/*
+ * json-c's strict mode still takes single-quoted strings: outside string
+ * literals, allow only the bytes standard JSON can have there.
+ */
+static bool body_lexically_json(const char *s, size_t len, size_t *bad)
+{
+	bool in_str = false;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = false;
+			continue;
+		}
+		if (c == '"') {
+			in_str = true;
+			continue;
+		}
+		if (strchr(" \t\r\n{}[],:-+.0123456789eEtrufalsn", c) == NULL || c == '\0') {
+			*bad = i;
+			return false;
+		}
+	}
+	return true;
+}
+
+/* json-c parses NaN and Infinity (any case): reject non-finite numbers. */
+static bool body_finite(json_object *o)
+{
+	switch (json_object_get_type(o)) {
+	case json_type_double:
+		return isfinite(json_object_get_double(o));
+	case json_type_array:
+		for (size_t i = 0; i < json_object_array_length(o); i++)
+			if (!body_finite(json_object_array_get_idx(o, i)))
+				return false;
+		return true;
+	case json_type_object: {
+		json_object_object_foreach(o, k, v) {
+			(void)k;
+			if (!body_finite(v))
+				return false;
+		}
+		return true;
+	}
+	default:
+		return true;
+	}
+}
+
 enum body_status body_parse(const char *s, size_t len, json_object **out, char *msg, size_t msglen)
 {
 	enum body_status st = BODY_OK;
@@ -37,6 +89,12 @@ enum body_status body_parse(const char *s, size_t len, json_object **out, char *
 		abort();
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS | JSON_TOKENER_VALIDATE_UTF8);
 	o = json_tokener_parse_ex(tok, s, (int)len);
+	size_t end = json_tokener_get_parse_end(tok);
+	if (o == NULL && json_tokener_get_error(tok) == json_tokener_continue) {
+		/* A bare top-level number only ends at a delimiter: give it one. */
+		o = json_tokener_parse_ex(tok, " ", 1);
+		end = len;
+	}
 	enum json_tokener_error jerr = json_tokener_get_error(tok);
 	if (o == NULL) {
 		if (jerr == json_tokener_error_depth) {
@@ -49,12 +107,23 @@ enum body_status body_parse(const char *s, size_t len, json_object **out, char *
 		}
 		goto out;
 	}
-	for (size_t e = json_tokener_get_parse_end(tok); e < len; e++)
+	for (size_t e = end; e < len; e++)
 		if (s[e] != ' ' && s[e] != '\t' && s[e] != '\r' && s[e] != '\n') {
 			snprintf(msg, msglen, "unexpected data after the JSON value (offset %zu)", e);
 			st = BODY_TRAILING;
 			goto out;
 		}
+	size_t bad = 0;
+	if (!body_lexically_json(s, end, &bad)) {
+		snprintf(msg, msglen, "malformed JSON: unexpected character at offset %zu", bad);
+		st = BODY_MALFORMED;
+		goto out;
+	}
+	if (!body_finite(o)) {
+		snprintf(msg, msglen, "malformed JSON: NaN and Infinity are not JSON numbers");
+		st = BODY_MALFORMED;
+		goto out;
+	}
 	if (!json_object_is_type(o, json_type_object)) {
 		snprintf(msg, msglen, "the request body must be a JSON object");
 		st = BODY_NOT_OBJECT;
