@@ -211,6 +211,8 @@ static long parse_rows(char *text, struct csv_row **out, int *mode, struct ds_er
 	struct csv_row *rows = NULL;
 	long line = 0;
 	char *p = text;
+	if (strncmp(p, "\xef\xbb\xbf", 3) == 0)
+		p += 3; /* a UTF-8 byte order mark is not part of the first field */
 	while (*p) {
 		char *nl = strchr(p, '\n');
 		if (nl)

@@ -115,6 +115,8 @@ int import_klines_parse(char *text, const char *name, int file, struct kline_row
 	int seen_data = 0;
 	int64_t prev = INT64_MIN;
 	char *p = text;
+	if (strncmp(p, "\xef\xbb\xbf", 3) == 0)
+		p += 3; /* a UTF-8 byte order mark is not part of the first field */
 	while (*p) {
 		char *nl = strchr(p, '\n');
 		if (nl)
@@ -129,7 +131,8 @@ int import_klines_parse(char *text, const char *name, int file, struct kline_row
 		if (*q) {
 			size_t nf = ds__csv_split(p, f, KLINE_COLS);
 			int64_t dummy;
-			if (!seen_data && line == 1 && nf >= 1 && ds__parse_i64(f[0], &dummy) != 0) {
+			if (!seen_data && line == 1 && !(f[0][0] >= '0' && f[0][0] <= '9') &&
+			    ds__parse_i64(f[0], &dummy) != 0) {
 				/* a header line: accepted only as the first line, with 12 columns */
 				if (nf != KLINE_COLS)
 					return ds__fail(e, DS_ERR_INPUT, line, "%s line %ld: header has %zu columns, klines have %d", name, line,

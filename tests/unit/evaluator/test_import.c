@@ -112,6 +112,19 @@ static void test_klines_us_equals_ms(void **state)
 	ds_tmpdir(b2, sizeof b2);
 	kfile(b1, "ETHUSDT-1m.csv", 0, 4, 3000, 0, 1);
 	kfile(b2, "ETHUSDT-1m.csv", 0, 4, 3000, 1, 0); /* µs, no header */
+	{
+		/* a UTF-8 byte order mark must not turn the first row into a "header" */
+		char p[400], text[4096];
+		snprintf(p, sizeof p, "%s/ETHUSDT-1m.csv", b2);
+		FILE *f = fopen(p, "rb");
+		size_t n = fread(text, 1, sizeof text - 1, f);
+		fclose(f);
+		text[n] = '\0';
+		f = fopen(p, "wb");
+		fputs("\xef\xbb\xbf", f);
+		fputs(text, f);
+		fclose(f);
+	}
 	const char *names[] = { "ETHUSDT-1m.csv" };
 	assert_int_equal(run_import(b1, IMPORT_BINANCE_KLINES, NULL, 1, names, &e), DS_OK);
 	assert_int_equal(run_import(b2, IMPORT_BINANCE_KLINES, NULL, 1, names, &e), DS_OK);
@@ -206,6 +219,7 @@ static const struct bad_case bad_cases[] = {
 	{ OK0 "open_time,open,high,low,close,volume,close_time,a,b,c,d,e\n", NULL, DS_ERR_INPUT, 2, "open time" },
 	{ HEADER, NULL, DS_ERR_INPUT, 1, "no kline rows" },
 	{ "", NULL, DS_ERR_INPUT, 0, "no kline rows" },
+	{ "17040672O0000,10,11,9,10,1,1704067259999,1,1,1,1,0\n" OK1, NULL, DS_ERR_INPUT, 1, "open time" }, /* not a header */
 	{ OK0, R(1704067200000, 10, 11, 9, 10, 1, 1704067499999), DS_ERR_INPUT, 1, "interval" },  /* second asset, 5m */
 };
 
