@@ -32,3 +32,8 @@ $(SBX_DRIVE): $(BUILD)/tests/sandbox/sbx_drive.o $(BUILD)/libsandbox.a $(BUILD)/
 	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libsandbox.a $(BUILD)/libcommon.a $(LDLIBS)
 sandbox-tests: $(SBX_DRIVE) $(BINDIR)/agenttest-sandbox $(BINDIR)/agenttest-zygote.so
 .PHONY: sandbox-tests
+# A static program for the helper's verdict table (OK, RE, SG, TO, ML, SY, OL).
+$(BUILD)/tests/sandbox/verdict_prog: tests/sandbox/verdict_prog.c
+	@mkdir -p $(@D)
+	$(CC) -static -O2 -o $@ $<
+sandbox-tests: $(BUILD)/tests/sandbox/verdict_prog

@@ -23,6 +23,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -46,6 +47,9 @@ static void __attribute__((noreturn)) child(const struct sbx_oneshot *o, const s
 		sbx_child_die(sync_w, "%s", err);
 	if (!sbx_mount_proc(err, sizeof err))
 		sbx_child_die(sync_w, "%s", err);
+	struct stat st;
+	if (stat(o->argv[0], &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & 0111))
+		sbx_child_die(sync_w, "program %s not found in the box", o->argv[0]);
 	struct sbx_final f = {
 		.box_id = o->box_id, .limits = o->limits, .has_cgroup = has_cg,
 		.writable = o->root.workdir != NULL, .fd_in = 0, .fd_out = out_w,

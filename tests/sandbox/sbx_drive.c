@@ -4,7 +4,7 @@
  * and the benchmark.
  *
  *   sbx-drive [--trusted] [--cpu=S] [--wall=S] [--mem=BYTES] [--box=N]
- *             [--bars=N] [--repeat=K] [--prestart] FILE...
+ *             [--bars=N] [--repeat=K] [--prestart] [--workdir=DIR] FILE...
  *
  * For every FILE (a Python strategy), in order and in this one process (so
  * the zygote pool is shared between them): sbx_start, LOAD the source, DATA
@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -258,6 +259,7 @@ static int one_run(const struct opts *o, const char *path)
 int main(int argc, char **argv)
 {
 	struct opts o = { .bars = 100, .repeat = 1 };
+	signal(SIGPIPE, SIG_IGN); /* a killed host closes its stdin under us */
 	o.spec.mode = SBX_CONFINED;
 	int i = 1;
 	for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
@@ -271,6 +273,7 @@ int main(int argc, char **argv)
 		else if (strncmp(a, "--bars=", 7) == 0) o.bars = (unsigned)atoi(a + 7);
 		else if (strncmp(a, "--repeat=", 9) == 0) o.repeat = (unsigned)atoi(a + 9);
 		else if (strcmp(a, "--prestart") == 0) o.prestart = true;
+		else if (strncmp(a, "--workdir=", 10) == 0) o.spec.rw_workdir = a + 10;
 		else { fprintf(stderr, "sbx-drive: unknown option %s\n", a); return 2; }
 	}
 	if (o.prestart) {

@@ -1,0 +1,464 @@
+#!/usr/bin/python3
+"""The sandbox escape corpus: hostile strategies with expected verdicts.
+
+Run by tests/stages/35-sandbox.sh as root:
+
+    corpus.py --drive BUILD/tests/sandbox/sbx-drive --helper bin/agenttest-sandbox \
+              --prog BUILD/tests/sandbox/verdict_prog --junit OUT.xml
+
+Every case is a strategy (Python source) run through the real client
+library, helper or zygote, and strategy host (sbx-drive). A strategy reports
+a successful escape by raising "ESCAPED: ..." (which the host turns into an
+ERROR frame); every case fails on any ESCAPED, on an unexpected verdict, and
+on side effects the harness checks itself: connections that reached the
+TCP, UDP and unix listeners it opened, canary files that changed. Cases run
+in both modes (zygote and one-shot) unless marked. A second table runs the
+helper directly on a tiny static program (verdict_prog) for each status.
+"""
+import argparse
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import xml.etree.ElementTree as ET
+
+CPU, WALL, MEM, OUTPUT = 2.0, 4.0, 256 << 20, 1 << 20
+
+# name -> (source of the hostile part, expected statuses, modes, extra check)
+# The source runs at load time inside simulate's module; {port}, {uport},
+# {usock}, {secret}, {dbconf}, {canary}, {tmpdir} are filled in.
+RET = "\ndef simulate(prices, params):\n    return [1.0] * len(prices)\n"
+
+
+def case(src, expect, modes=("zygote", "oneshot"), check=None):
+    return {"src": src, "expect": set(expect), "modes": modes, "check": check}
+
+
+def escaped_if(cond_src, what):
+    return "if %s:\n    raise RuntimeError('ESCAPED: %s')\n" % (cond_src, what)
+
+
+CASES = {
+    # --- network ---
+    "tcp_connect": case(
+        "import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=1)\n"
+        "raise RuntimeError('ESCAPED: tcp connected')\n", ["SY"],
+        check=lambda r, h: r["syscall"] == "socket"),
+    "udp_send": case(
+        "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        "s.sendto(b'x', ('127.0.0.1', {uport}))\nraise RuntimeError('ESCAPED: udp sent')\n", ["SY"]),
+    "ipv6_socket": case(
+        "import socket\nsocket.socket(socket.AF_INET6, socket.SOCK_STREAM)\n"
+        "raise RuntimeError('ESCAPED: ipv6 socket')\n", ["SY"]),
+    "netlink_socket": case(
+        "import socket\nsocket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)\n"
+        "raise RuntimeError('ESCAPED: netlink')\n", ["SY"]),
+    "dns_lookup": case(
+        "import socket\ntry:\n    socket.getaddrinfo('example.com', 80)\n"
+        "    raise RuntimeError('ESCAPED: resolved')\nexcept socket.gaierror:\n    pass\n", ["OK", "SY"]),
+    "unix_socket_db": case(
+        "import socket\ntry:\n    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+        "    s.connect('{usock}')\n    raise RuntimeError('ESCAPED: unix connected')\n"
+        "except PermissionError:\n    pass\n", ["OK"]),
+    "raw_syscall_socket": case(
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "fd = libc.syscall(41, 2, 1, 0)\n" + escaped_if("fd >= 0", "raw socket"), ["SY"],
+        check=lambda r, h: r["syscall"] == "socket"),
+    # --- reading secrets ---
+    "read_shadow": case(
+        "try:\n    open('/etc/shadow').read()\n    raise RuntimeError('ESCAPED: shadow')\n"
+        "except FileNotFoundError:\n    pass\n", ["OK"]),
+    "read_proc1_environ": case(
+        "try:\n    data = open('/proc/1/environ', 'rb').read()\nexcept PermissionError:\n    data = b''\n"
+        + escaped_if("b'AGENTTEST_TEST_SECRET' in data or b'hunter2' in data or b'DATABASE_URL' in data",
+                     "environ secret"), ["OK"]),
+    "read_server_secret": case(
+        "try:\n    open('{secret}').read()\n    raise RuntimeError('ESCAPED: secret')\n"
+        "except FileNotFoundError:\n    pass\n", ["OK"]),
+    "read_db_config": case(
+        "try:\n    open('{dbconf}').read()\n    raise RuntimeError('ESCAPED: db config')\n"
+        "except FileNotFoundError:\n    pass\n", ["OK"]),
+    "host_tree_hidden": case(
+        "import os\nleft = set(os.listdir('/')) & {{'home', 'root', 'var', 'run', 'tmp', 'srv', 'opt', 'sys', 'mnt', 'boot', 'media'}}\n"
+        + escaped_if("left", "host dirs visible: %s' % sorted(left) + '"), ["OK"]),
+    "etc_minimal": case(
+        "import os\nextra = set(os.listdir('/etc')) - {{'ld.so.cache', 'localtime', 'alternatives'}}\n"
+        + escaped_if("extra", "etc has ' + repr(sorted(extra)) + '"), ["OK"]),
+    "dev_mem": case(
+        "for p in ('/dev/mem', '/dev/kmem', '/dev/port', '/dev/sda', '/dev/shm'):\n"
+        "    try:\n        open(p, 'rb')\n        raise RuntimeError('ESCAPED: ' + p)\n"
+        "    except FileNotFoundError:\n        pass\n", ["OK"]),
+    "env_no_secrets": case(
+        "import os\nbad = [k for k in os.environ if k not in ('PATH', 'LANG', 'LC_ALL', 'HOME', "
+        "'PYTHONDONTWRITEBYTECODE', 'PYTHONHASHSEED', 'OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', "
+        "'MKL_NUM_THREADS', 'NUMEXPR_NUM_THREADS', 'LC_CTYPE')]\n"
+        + escaped_if("bad", "env has ' + repr(bad) + '"), ["OK"]),
+    "proc_other_processes": case(
+        "import os\npids = [p for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()]\n"
+        + escaped_if("pids", "sees processes ' + repr(pids[:5]) + '"), ["OK"]),
+    "box_identity": case(
+        "import os\n" + escaped_if("os.getuid() < 60000 or os.getgid() < 60000 or os.getgroups()",
+                                   "runs as ' + repr((os.getuid(), os.getgid(), os.getgroups())) + '"), ["OK"]),
+    # --- writing ---
+    "write_canary": case(
+        "try:\n    open('{canary}', 'w').write('pwned')\n    raise RuntimeError('ESCAPED: wrote canary')\n"
+        "except (PermissionError, FileNotFoundError, OSError):\n    pass\n", ["OK"]),
+    "write_anywhere": case(
+        "import os\nfor p in ('/x', '/usr/x', '/dev/x', '/proc/x', '/etc/x', '{tmpdir}/x'):\n"
+        "    try:\n        open(p, 'w').write('x')\n        raise RuntimeError('ESCAPED: wrote ' + p)\n"
+        "    except OSError:\n        pass\n"
+        "for f in (os.mkdir, os.rmdir, os.unlink):\n    try:\n        f('/usr/lib')\n"
+        "        raise RuntimeError('ESCAPED: fs change')\n    except OSError:\n        pass\n", ["OK"]),
+    "proc_self_mem_write": case(
+        "try:\n    open('/proc/self/mem', 'r+b')\n    raise RuntimeError('ESCAPED: /proc/self/mem')\n"
+        "except OSError:\n    pass\n", ["OK"]),
+    # --- resources ---
+    "fork_bomb": case(
+        "import os\nn = 0\ntry:\n    while n < 10000:\n        os.fork()\n        n += 1\nexcept OSError:\n    pass\n"
+        + escaped_if("n > 0", "forked ' + str(n) + '"), ["OK"]),
+    "subprocess_shell": case(
+        "import subprocess\ntry:\n    subprocess.run(['/bin/sh', '-c', 'id'], check=True)\n"
+        "    raise RuntimeError('ESCAPED: shell ran')\nexcept OSError:\n    pass\n", ["OK"]),
+    "exec_in_place": case(
+        "import os\nos.execv('/usr/bin/python3', ['python3', '-c', 'print(1)'])\n", ["SY"],
+        check=lambda r, h: r["syscall"] == "execve"),
+    "alloc_1g": case("x = b'x' * (1 << 30)\n", ["ML"]),
+    "alloc_numpy_1g": case("import numpy as np\nx = np.ones(1 << 27)\n", ["ML"]),
+    "cpu_spin": case("while True:\n    pass\n", ["TO"]),
+    "sleep_past_wall": case("import time\ntime.sleep(60)\n", ["TO"]),
+    "stdout_flood": case(
+        "import os, sys\nwhile True:\n    os.write(1, b'x' * 65536)\n", ["OL"]),
+    "stderr_flood": case(
+        "import sys\nwhile True:\n    sys.stderr.write('y' * 65536)\n", ["OL"]),
+    # --- kernel attack surface ---
+    "ptrace_parent": case(
+        "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "r = libc.ptrace(16, os.getppid(), 0, 0)\n" + escaped_if("r == 0", "ptrace attached"), ["SY"],
+        check=lambda r, h: r["syscall"] == "ptrace"),
+    "mount_tmpfs": case(
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "r = libc.mount(b'none', b'/proc', b'tmpfs', 0, None)\n" + escaped_if("r == 0", "mounted"), ["SY"],
+        check=lambda r, h: r["syscall"] == "mount"),
+    "unshare_user": case(
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "r = libc.unshare(0x10000000)\n" + escaped_if("r == 0", "unshared"), ["SY"],
+        check=lambda r, h: r["syscall"] == "unshare"),
+    "clone_newuser": case(
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "r = libc.syscall(56, 0x10000000 | 17, 0, 0, 0, 0)\n" + escaped_if("r >= 0", "cloned"), ["OK"]),
+    "setuid_root": case("import os\nos.setuid(0)\nraise RuntimeError('ESCAPED: setuid')\n", ["SY"]),
+    "kill_everything": case("import os\nos.kill(-1, 9)\n", ["SY"],
+                            check=lambda r, h: r["syscall"] == "kill"),
+    "mmap_wx": case(
+        "import mmap\nm = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)\n"
+        "raise RuntimeError('ESCAPED: W+X mapping')\n", ["SY"],
+        check=lambda r, h: r["syscall"] == "mmap"),
+    "mprotect_wx": case(
+        "import ctypes, mmap\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "m = mmap.mmap(-1, 4096)\nbuf = (ctypes.c_char * 4096).from_buffer(m)\n"
+        "r = libc.mprotect(ctypes.addressof(buf), 4096, 7)\n" + escaped_if("r == 0", "mprotect W+X"), ["SY"],
+        check=lambda r, h: r["syscall"] == "mprotect"),
+    "memfd_exec": case("import os\nos.memfd_create('x')\nraise RuntimeError('ESCAPED: memfd')\n", ["SY"]),
+    "bpf_syscall": case(
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall(321, 0, 0, 0)\n", ["SY"],
+        check=lambda r, h: r["syscall"] == "bpf"),
+    "keyctl": case(
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall(250, 0, 0, 0)\n", ["SY"]),
+    "io_uring": case(
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall(425, 1, 0)\n", ["SY"]),
+    "userfaultfd": case(
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall(323, 0)\n", ["SY"]),
+    "perf_event_open": case(
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall(298, 0, 0, -1, -1, 0)\n", ["SY"]),
+    "chroot": case("import os\nos.chroot('/usr')\n", ["SY"]),
+    "tiocsti": case(
+        "import fcntl, termios\ntry:\n    fcntl.ioctl(0, termios.TIOCSTI, b'x')\n"
+        "    raise RuntimeError('ESCAPED: TIOCSTI')\nexcept OSError:\n    pass\n", ["OK"]),
+    "segfault": case("import ctypes\nctypes.string_at(0)\n", ["SG"]),
+    "hard_exit": case("import os\nos._exit(7)\n", ["RE"], check=lambda r, h: r["exitcode"] == 7),
+    # --- benign: must work ---
+    "benign_numpy": case(
+        "import numpy as np\nassert abs(np.linalg.inv(np.eye(3) * 2).sum() - 1.5) < 1e-12\n", ["OK"]),
+    "benign_pandas": case(
+        "import pandas as pd\ns = pd.Series(range(10)).rolling(3).mean()\nassert s.iloc[-1] == 8.0\n", ["OK"]),
+    "benign_scipy": case(
+        "import scipy.stats, scipy.optimize\nassert abs(scipy.stats.norm.cdf(0) - 0.5) < 1e-12\n"
+        "assert abs(scipy.optimize.brentq(lambda x: x * x - 2, 0, 2) - 2 ** 0.5) < 1e-9\n", ["OK"]),
+    "benign_sklearn_fit": case(
+        "import numpy as np\nfrom sklearn.linear_model import LinearRegression\n"
+        "from sklearn.ensemble import RandomForestClassifier\n"
+        "x = np.random.default_rng(0).normal(size=(200, 3))\ny = x @ [1.0, 2.0, 3.0]\n"
+        "assert np.allclose(LinearRegression().fit(x, y).coef_, [1, 2, 3])\n"
+        "RandomForestClassifier(n_estimators=5, random_state=0).fit(x, y > 0)\n", ["OK"]),
+    "benign_threads": case(
+        "import threading\nout = []\nt = threading.Thread(target=lambda: out.append(sum(range(1000))))\n"
+        "t.start(); t.join()\nassert out == [499500]\n", ["OK"]),
+    "benign_pwd_lookup": case(
+        "import os, pwd\ntry:\n    pwd.getpwuid(os.getuid())\nexcept KeyError:\n    pass\n", ["OK"]),
+}
+
+# Leak-between-runs pairs: the first run tampers, the second must see nothing.
+LEAKS = {
+    "leak_module_state": (
+        "import numpy, json, builtins\nnumpy.LEAK = 1\njson.LEAK = 1\nbuiltins.LEAK = 1\n",
+        "import numpy, json, builtins\n" + escaped_if(
+            "hasattr(numpy, 'LEAK') or hasattr(json, 'LEAK') or hasattr(builtins, 'LEAK')", "module state leaked")),
+    "leak_monkeypatch": (
+        "import numpy\nnumpy.mean = lambda *a, **k: 0\n",
+        "import numpy\n" + escaped_if("numpy.mean([1.0, 2.0]) != 1.5", "monkeypatch leaked")),
+    "leak_threads": (
+        "import threading, time\nthreading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n",
+        "import threading\n" + escaped_if("threading.active_count() != 1", "thread leaked")),
+    "leak_signal_handlers": (
+        "import signal\nsignal.signal(signal.SIGTERM, lambda *a: None)\nsignal.signal(signal.SIGUSR1, signal.SIG_IGN)\n",
+        "import signal\n" + escaped_if("signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL or "
+                                       "signal.getsignal(signal.SIGUSR1) is not signal.SIG_DFL", "handlers leaked")),
+    "leak_sys_modules": (
+        "import sys, types\nsys.modules['evil'] = types.ModuleType('evil')\nsys.path.insert(0, '/evil')\n",
+        "import sys\n" + escaped_if("'evil' in sys.modules or '/evil' in sys.path", "sys state leaked")),
+    "leak_files": (
+        "for p in ('/tmp/leak', '/leak'):\n    try:\n        open(p, 'w').write('x')\n    except OSError:\n        pass\n",
+        "import os\n" + escaped_if("os.path.exists('/tmp/leak') or os.path.exists('/leak')", "file leaked")),
+}
+
+
+class Listener:
+    """TCP, UDP and unix listeners that record any connection or datagram."""
+
+    def __init__(self, tmpdir):
+        self.hits = []
+        self.tcp = socket.socket()
+        self.tcp.bind(("127.0.0.1", 0))
+        self.tcp.listen(8)
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.bind(("127.0.0.1", 0))
+        self.usock_path = os.path.join(tmpdir, "mysqld.sock")
+        self.unix = socket.socket(socket.AF_UNIX)
+        self.unix.bind(self.usock_path)
+        os.chmod(self.usock_path, 0o777)
+        self.unix.listen(8)
+        for s, name in ((self.tcp, "tcp"), (self.unix, "unix")):
+            threading.Thread(target=self._accept, args=(s, name), daemon=True).start()
+        threading.Thread(target=self._recv, daemon=True).start()
+
+    def _accept(self, s, name):
+        while True:
+            try:
+                c, _ = s.accept()
+            except OSError:
+                return
+            self.hits.append(name)
+            c.close()
+
+    def _recv(self):
+        while True:
+            try:
+                self.udp.recvfrom(100)
+            except OSError:
+                return
+            self.hits.append("udp")
+
+
+def sha(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def run_drive(drive, files, env, extra=()):
+    """Run sbx-drive on files; return the result objects in order."""
+    cmd = [drive, "--cpu=%g" % CPU, "--wall=%g" % WALL, "--mem=%d" % MEM,
+           "--output=%d" % OUTPUT] + list(extra) + files
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=900)
+    out = []
+    for line in p.stdout.decode("utf-8", "replace").splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            out.append({"status": "?", "message": "unparsable driver output: " + line[:200]})
+    while len(out) < len(files):
+        out.append({"status": "?", "message": "driver died: " + p.stderr.decode("utf-8", "replace")[-500:]})
+    return out
+
+
+def judge(name, res, expect, check, harness):
+    """Return None if the case passed, else the failure text."""
+    blob = json.dumps(res.get("frames", [])) + res.get("log", "")
+    if "ESCAPED" in blob:
+        i = blob.index("ESCAPED")
+        return "escape: " + blob[i:i + 200]
+    if res.get("status") not in expect:
+        return "status %s (expected %s): %s | frames %s | log %s" % (
+            res.get("status"), "/".join(sorted(expect)), res.get("message"),
+            json.dumps(res.get("frames"))[:600], res.get("log", "")[-600:])
+    if res.get("status") == "OK" and expect == {"OK"}:
+        types = [f["type"] for f in res.get("frames", [])]
+        if 0x83 not in types:
+            return "no OUTPUT frame: %s | log %s" % (json.dumps(res.get("frames"))[:600], res.get("log", "")[-600:])
+    if check and not check(res, harness):
+        return "check failed: %s" % json.dumps({k: res.get(k) for k in ("status", "syscall", "exitcode", "frames")})[:600]
+    return None
+
+
+def write_sources(tmpdir, fill):
+    paths = {}
+    for name, c in CASES.items():
+        p = os.path.join(tmpdir, "src", name + ".py")
+        with open(p, "w") as f:
+            f.write(c["src"].format(**fill) + RET)
+        paths[name] = p
+    for name, (a, b) in LEAKS.items():
+        for i, src in enumerate((a, b)):
+            p = os.path.join(tmpdir, "src", "%s_%d.py" % (name, i))
+            with open(p, "w") as f:
+                f.write(src + RET)
+            paths["%s_%d" % (name, i)] = p
+    return paths
+
+
+def helper_table(helper, prog, tmpdir):
+    """The helper on verdict_prog: (name, passed, detail) per row."""
+    prog = os.path.abspath(prog)
+    bindir = os.path.dirname(prog)
+    rows = [("ok", ["--"], "OK"), ("exit3", [], "RE"), ("segv", [], "SG"), ("spin", ["--cpu=0.5"], "TO"),
+            ("sleep", ["--wall=0.5"], "TO"), ("alloc", ["--mem=64M"], "ML"), ("socket", [], "SY"),
+            ("flood", ["--output=1M"], "OL"), ("execve", [], "SY"), ("missing", [], "XX"),
+            ("badopt", ["--mem=-5"], "XX")]
+    out = []
+    for name, opts, want in rows:
+        meta = os.path.join(tmpdir, "meta-" + name)
+        opts = [o for o in opts if o != "--"]
+        target = prog if name != "missing" else "/nonexistent/prog"
+        cmd = [helper, "--box=%d" % 7, "--meta=" + meta, "--bind=" + bindir] + opts + ["--", target, name]
+        p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
+        rec = {}
+        if os.path.exists(meta):
+            for line in open(meta):
+                k, _, v = line.rstrip("\n").partition(":")
+                rec[k] = v
+        ok = rec.get("status") == want
+        want_rc = 2 if name in ("badopt", "missing") else 0
+        ok = ok and p.returncode == want_rc
+        if name == "exit3":
+            ok = ok and rec.get("exitcode") == "3"
+        if name == "socket" or name == "execve":
+            ok = ok and rec.get("syscall") == ("socket" if name == "socket" else "execve")
+        out.append(("helper_" + name, ok, "rc=%d %s %s" % (p.returncode, rec, p.stderr.decode()[-300:])))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--drive", required=True)
+    ap.add_argument("--helper", required=True)
+    ap.add_argument("--prog", required=True)
+    ap.add_argument("--junit", required=True)
+    ap.add_argument("--only", default="")
+    args = ap.parse_args()
+    tmpdir = tempfile.mkdtemp(prefix="sbx-corpus-")
+    os.makedirs(os.path.join(tmpdir, "src"))
+    os.chmod(tmpdir, 0o755)
+    lis = Listener(tmpdir)
+    secret = os.path.join(tmpdir, "server.secret")
+    dbconf = os.path.join(tmpdir, "agenttest.conf")
+    canary = os.path.join(tmpdir, "canary.txt")
+    for p, text in ((secret, "s3cr3t-key\n"), (dbconf, "DATABASE_URL=mysql://root:pw@localhost/db\n"),
+                    (canary, "untouched\n")):
+        with open(p, "w") as f:
+            f.write(text)
+    os.chmod(canary, 0o666)
+    before = {p: sha(p) for p in (secret, dbconf, canary)}
+    fill = {"port": lis.tcp.getsockname()[1], "uport": lis.udp.getsockname()[1], "usock": lis.usock_path,
+            "secret": secret, "dbconf": dbconf, "canary": canary, "tmpdir": tmpdir}
+    paths = write_sources(tmpdir, fill)
+    env = dict(os.environ)
+    env["AGENTTEST_TEST_SECRET"] = "hunter2"
+    env["DATABASE_URL"] = "mysql://root:hunter2@localhost/agenttest"
+    only = set(filter(None, args.only.split(",")))
+    results = []  # (suite, name, passed, detail, seconds)
+    for mode in ("zygote", "oneshot"):
+        menv = dict(env)
+        menv["AGENTTEST_SANDBOX_ZYGOTE"] = "1" if mode == "zygote" else "0"
+        menv["AGENTTEST_SANDBOX_ZYGOTES"] = "1"
+        names = [n for n, c in CASES.items() if mode in c["modes"] and (not only or n in only)]
+        files = [paths[n] for n in names]
+        leak_names = [n for n in LEAKS if not only or n in only] if mode == "zygote" else []
+        for n in leak_names:
+            files += [paths[n + "_0"], paths[n + "_1"]]
+        t0 = time.time()
+        res = run_drive(args.drive, files, menv) if files else []
+        dt = (time.time() - t0) / max(len(files), 1)
+        for i, n in enumerate(names):
+            c = CASES[n]
+            fail = judge(n, res[i], c["expect"], c["check"], lis)
+            if not fail and mode == "zygote" and "zygote" not in res[i].get("warnings", "") and res[i].get("status") != "XX":
+                fail = "did not run through the zygote: " + res[i].get("warnings", "")
+            results.append((mode, n, fail is None, fail or "", dt))
+        for j, n in enumerate(leak_names):
+            first, second = res[len(names) + 2 * j], res[len(names) + 2 * j + 1]
+            fail = judge(n + "/tamper", first, {"OK"}, None, lis) or judge(n + "/check", second, {"OK"}, None, lis)
+            results.append((mode, n, fail is None, fail or "", dt))
+    # concurrent runs cannot see each other: one sleeps, one looks around
+    if not only or "concurrent_isolation" in only:
+        spy = os.path.join(tmpdir, "src", "spy.py")
+        sleeper = os.path.join(tmpdir, "src", "sleeper.py")
+        with open(sleeper, "w") as f:
+            f.write("import time\nSECRET_DATA = 'run-a-private'\ntime.sleep(1.5)\n" + RET)
+        with open(spy, "w") as f:
+            f.write("import os, time\ntime.sleep(0.5)\nseen = [p for p in os.listdir('/proc') if p.isdigit()]\n"
+                    + escaped_if("len(seen) != 1", "sees ' + repr(seen) + '") + RET)
+        for mode in ("zygote", "oneshot"):
+            menv = dict(env)
+            menv["AGENTTEST_SANDBOX_ZYGOTE"] = "1" if mode == "zygote" else "0"
+            t0 = time.time()
+            pa = subprocess.Popen([args.drive, "--box=11", sleeper], env=menv, stdout=subprocess.PIPE)
+            rb = run_drive(args.drive, [spy], menv, ["--box=12"])[0]
+            ra = json.loads(pa.communicate(timeout=120)[0].decode().splitlines()[0])
+            fail = judge("spy", rb, {"OK"}, None, lis) or judge("sleeper", ra, {"OK"}, None, lis)
+            results.append((mode, "concurrent_isolation", fail is None, fail or "", time.time() - t0))
+        # a private work dir of one run is invisible to another
+        wa, wb = os.path.join(tmpdir, "work-a"), os.path.join(tmpdir, "work-b")
+        for w in (wa, wb):
+            os.makedirs(w)
+            os.chmod(w, 0o777)
+        with open(os.path.join(wa, "data.csv"), "w") as f:
+            f.write("private\n")
+        reader = os.path.join(tmpdir, "src", "workdir_reader.py")
+        with open(reader, "w") as f:
+            f.write("import os\nopen('%s/mine.txt', 'w').write('ok')\ntry:\n    open('%s/data.csv').read()\n"
+                    "    raise RuntimeError('ESCAPED: other work dir')\nexcept FileNotFoundError:\n    pass\n"
+                    % (wb, wa) + RET)
+        r = run_drive(args.drive, [reader], env, ["--box=13", "--workdir=" + wb])[0]
+        fail = judge("workdir", r, {"OK"}, None, lis)
+        if not fail and not os.path.exists(os.path.join(wb, "mine.txt")):
+            fail = "the run could not write its own work dir: " + r.get("log", "")[-300:]
+        results.append(("oneshot", "workdir_isolation", fail is None, fail or "", 0))
+    # side effects
+    time.sleep(0.2)
+    results.append(("harness", "no_connection_arrived", not lis.hits, "hits: %s" % lis.hits, 0))
+    after = {p: sha(p) for p in before}
+    results.append(("harness", "canaries_unchanged", after == before, "changed: %s" % [p for p in before if before[p] != after[p]], 0))
+    for name, ok, detail in helper_table(args.helper, args.prog, tmpdir):
+        results.append(("helper", name, ok, "" if ok else detail, 0))
+    # JUnit
+    suite = ET.Element("testsuite", name="sandbox-corpus", tests=str(len(results)),
+                       failures=str(sum(1 for r in results if not r[2])))
+    for mode, name, ok, detail, dt in results:
+        tc = ET.SubElement(suite, "testcase", classname="sandbox." + mode, name=name, time="%.3f" % dt)
+        if not ok:
+            ET.SubElement(tc, "failure", message=detail[:2000])
+    ET.ElementTree(suite).write(args.junit, encoding="utf-8", xml_declaration=True)
+    bad = [r for r in results if not r[2]]
+    for mode, name, ok, detail, dt in results:
+        print("%-4s %-8s %-24s %s" % ("ok" if ok else "FAIL", mode, name, "" if ok else detail[:400]))
+    print("%d cases, %d failed" % (len(results), len(bad)))
+    subprocess.run(["rm", "-rf", tmpdir])
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
