@@ -15,7 +15,7 @@
 #define DB_MAX_ARGS 64
 
 struct db_slot {
-	const char *sql;
+	char       *sql;  /* own copy: callers may free or reuse their SQL buffer */
 	MYSQL_STMT *stmt;
 };
 
@@ -94,8 +94,10 @@ static bool db_errno_lost(unsigned e)
 /* Close the connection and forget every prepared statement. */
 static void db_disconnect(struct db *db)
 {
-	for (size_t i = 0; i < db->ncache; i++)
+	for (size_t i = 0; i < db->ncache; i++) {
 		mysql_stmt_close(db->cache[i].stmt);
+		free(db->cache[i].sql);
+	}
 	db->ncache = 0;
 	db->in_tx = false;
 	if (db->my != NULL)
@@ -171,7 +173,7 @@ enum db_status db_ping(struct db *db)
 static MYSQL_STMT *db_prepare(struct db *db, const char *sql, enum db_status *st)
 {
 	for (size_t i = 0; i < db->ncache; i++)
-		if (db->cache[i].sql == sql || strcmp(db->cache[i].sql, sql) == 0)
+		if (strcmp(db->cache[i].sql, sql) == 0)
 			return db->cache[i].stmt;
 	MYSQL_STMT *s = mysql_stmt_init(db->my);
 	if (s == NULL) {
@@ -189,10 +191,11 @@ static MYSQL_STMT *db_prepare(struct db *db, const char *sql, enum db_status *st
 	if (db->ncache == DB_STMT_CACHE) {
 		/* Full: evict the oldest entry. */
 		mysql_stmt_close(db->cache[0].stmt);
+		free(db->cache[0].sql);
 		memmove(db->cache, db->cache + 1, (DB_STMT_CACHE - 1) * sizeof db->cache[0]);
 		db->ncache--;
 	}
-	db->cache[db->ncache].sql = sql;
+	db->cache[db->ncache].sql = xstrdup(sql);
 	db->cache[db->ncache].stmt = s;
 	db->ncache++;
 	return s;
