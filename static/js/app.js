@@ -136,7 +136,7 @@ async function render() {
   } catch (err) {
     if (err && err.name === 'AbortError') return;
     if (controller.signal.aborted) return;
-    console.error(err);
+    if (!(err instanceof ApiError)) console.error(err); // API errors are shown in the panel below
     if (!target.querySelector('h1')) clear(target).append(h('h1', { tabindex: -1 }, document.title.split(' · ')[0] || 'agenttest'));
     target.append(errorPanel(err, () => render()));
   } finally {

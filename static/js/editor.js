@@ -41,9 +41,11 @@ export function editor(opts = {}) {
   let errLine = 0;
   let tabReleased = false;
 
+  let drawnErr = 0;
   function renderGutter() {
     const n = ta.value.split('\n').length;
-    if (gutter.childElementCount !== n || errLine) {
+    if (gutter.childElementCount !== n || errLine !== drawnErr) {
+      drawnErr = errLine;
       const frag = document.createDocumentFragment();
       for (let i = 1; i <= n; i += 1) {
         const s = document.createElement('span');

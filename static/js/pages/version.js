@@ -28,7 +28,7 @@ function runForm(vid, version, datasets, defaultVersion) {
     h('div', { class: 'fields' },
       field('Dataset version', dsSel),
       field('Asset', asset, 'Leave empty for the dataset’s default asset.'),
-      field('Causality audit', audit, 'Re-runs on prefixes to catch look-ahead.')),
+      field('Causality audit', audit, 'Re-runs on prefixes to catch look-ahead; only audited runs are ranked.')),
     field('Params (JSON object)', params, 'Overrides the version’s default params for this run.'),
     err,
     h('div', { class: 'actions' }, btn));

@@ -1,0 +1,99 @@
+// Signing in, as the API defines it: without a credential a page shows a
+// token prompt (never a broken page); the prompt and the `?token=` link both
+// hand the token to the API once, which sets its HttpOnly cookie; the token
+// never stays in the address bar; a user-role token sees no admin actions.
+//
+// Needs a stack with MANTIS_AUTH_TOKEN set (AGENTTEST_TOKEN) and a user-role
+// token (AGENTTEST_USER_TOKEN); tests/stages/60-browser.sh provides both.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { BASE, launch, open, axe, shot, watch, formatViolations } from './lib.mjs';
+
+const TOKEN = process.env.AGENTTEST_TOKEN || '';
+const USER_TOKEN = process.env.AGENTTEST_USER_TOKEN || '';
+let browser;
+
+before(async () => {
+  assert.ok(BASE, 'AGENTTEST_URL must point at a running stack');
+  browser = await launch();
+});
+
+after(async () => {
+  if (browser) await browser.close();
+});
+
+/** A fresh page in a fresh cookie jar. */
+async function freshPage() {
+  const ctx = browser.context;
+  await ctx.clearCookies();
+  const page = await ctx.newPage();
+  return { page, problems: watch(page) };
+}
+
+test('without a token a page shows the sign-in prompt, not a broken page', { skip: !TOKEN && 'the stack has no MANTIS_AUTH_TOKEN' }, async () => {
+  const { page, problems } = await freshPage();
+  try {
+    await open(page, '#/runs');
+    const dlg = page.getByRole('dialog', { name: 'Sign in' });
+    await dlg.waitFor();
+    assert.ok(await dlg.getByLabel('API token').isVisible());
+    // the page behind says what is needed and offers the prompt again
+    assert.ok(await page.getByRole('heading', { name: 'Sign-in needed' }).isVisible());
+    const v = await axe(page);
+    assert.equal(v.length, 0, formatViolations(v));
+    await shot(page, 'signin-prompt');
+    // a wrong token is refused in place
+    await dlg.getByLabel('API token').fill('at_wrongwrongwrongwrongwrongwrongwrongwrongwro');
+    await dlg.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('That token was not accepted.').waitFor();
+    // the right one signs in and the page draws
+    await dlg.getByLabel('API token').fill(TOKEN);
+    await dlg.getByRole('button', { name: 'Sign in' }).click();
+    await dlg.waitFor({ state: 'hidden' });
+    await page.waitForFunction(() => document.body.dataset.ready === '/runs' && document.querySelector('form[role=search]'));
+    assert.match(await page.locator('#who').textContent(), /admin/);
+    const cookies = await browser.context.cookies(BASE);
+    const c = cookies.find((x) => x.name === 'mantis_token');
+    assert.ok(c && c.httpOnly, 'the API set an HttpOnly mantis_token cookie');
+    assert.equal(c.sameSite, 'Strict');
+    assert.deepEqual(problems, []);
+  } finally {
+    await page.close();
+  }
+});
+
+test('the ?token= link logs in and leaves the address bar clean', { skip: !TOKEN && 'the stack has no MANTIS_AUTH_TOKEN' }, async () => {
+  const { page, problems } = await freshPage();
+  try {
+    await page.goto(`${BASE}/?token=${encodeURIComponent(TOKEN)}#/settings`);
+    await page.waitForFunction(() => document.body.dataset.ready === '/settings');
+    assert.equal(await page.getByTestId('my-role').textContent(), 'admin');
+    assert.equal(new URL(page.url()).search, '', 'the token is removed from the URL');
+    assert.equal(await page.getByRole('dialog', { name: 'Sign in' }).isVisible(), false);
+    // a reload works from the cookie alone
+    await page.reload();
+    await page.waitForFunction(() => document.body.dataset.ready === '/settings');
+    assert.equal(await page.getByTestId('my-role').textContent(), 'admin');
+    await shot(page, 'settings-admin');
+    assert.deepEqual(problems, []);
+  } finally {
+    await page.close();
+  }
+});
+
+test('a user-role token sees no admin actions', { skip: !USER_TOKEN && 'no AGENTTEST_USER_TOKEN' }, async () => {
+  const { page, problems } = await freshPage();
+  try {
+    await open(page, '#/settings', `?token=${encodeURIComponent(USER_TOKEN)}`);
+    assert.equal(await page.getByTestId('my-role').textContent(), 'user');
+    assert.equal(await page.getByRole('heading', { name: 'Users' }).count(), 0, 'no users list for a user');
+    await open(page, '#/leaderboards');
+    assert.equal(await page.getByRole('button', { name: /^Promote/ }).count(), 0, 'no promote button for a user');
+    const v = await axe(page);
+    assert.equal(v.length, 0, formatViolations(v));
+    await shot(page, 'leaderboard-as-user');
+    assert.deepEqual(problems, []);
+  } finally {
+    await page.close();
+  }
+});

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Browser tests (tests/browser/*.test.mjs, node's built-in test runner with
+# playwright-core driving Debian's Chromium) against a real stack: nginx →
+# FastCGI pool → private MariaDB, with the runner and the sandbox, started
+# here with scripts/stack.sh in a temporary directory on a free port, with
+# MANTIS_AUTH_TOKEN set (so signing in is tested too) and the rate limit
+# off, and stopped at the end whatever happens. JUnit XML goes to
+# $AGENTTEST_JUNIT_DIR/browser.xml, screenshots to
+# $AGENTTEST_TEST_OUT/screenshots/, the stack's logs to
+# $AGENTTEST_TEST_OUT/browser-logs/. Builds nothing (`make test` did).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+REPO=$PWD
+PYTHON=${PYTHON:-/usr/bin/python3}
+BIN=${AGENTTEST_BIN:-$REPO/bin}
+OUT=${AGENTTEST_TEST_OUT:-$REPO/build/test-out}
+JUNIT=${AGENTTEST_JUNIT_DIR:-$OUT/junit}
+mkdir -p "$OUT" "$JUNIT"
+
+for b in agenttest agenttest-fcgi agenttest-runner agenttest-sandbox; do
+  [ -x "$BIN/$b" ] || { echo "60-browser: $BIN/$b missing (make build)"; exit 1; }
+done
+[ -f node_modules/playwright-core/package.json ] && [ -f node_modules/axe-core/axe.min.js ] ||
+  { echo "60-browser: node_modules missing (make deps runs npm ci)"; exit 1; }
+[ -f static/vendor/uPlot.iife.min.js ] || { echo "60-browser: static/vendor missing (npm ci runs the vendor step)"; exit 1; }
+[ -x "${CHROMIUM:-/usr/bin/chromium}" ] || { echo "60-browser: ${CHROMIUM:-/usr/bin/chromium} missing (make deps)"; exit 1; }
+
+VAR=$(mktemp -d "${TMPDIR:-/tmp}/agenttest-browser-XXXXXX")
+# A strong shared admin token (the stack refuses weak ones) and a free port.
+TOKEN="Br-$("$PYTHON" -c 'import secrets; print(secrets.token_urlsafe(32))')"
+PORT=$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+
+# Only our settings: nothing from the caller's environment changes the stack.
+unset AGENTTEST_CONFIG DATABASE_URL AGENTTEST_AUTH AGENTTEST_SECRET_FILE AGENTTEST_FCGI_SOCKET \
+      AGENTTEST_BODY_LIMIT AGENTTEST_RATE_BURST AGENTTEST_URL AGENTTEST_TOKEN
+export AGENTTEST_VAR=$VAR AGENTTEST_BIN=$BIN MANTIS_HOST=127.0.0.1 MANTIS_PORT=$PORT \
+       MANTIS_AUTH_TOKEN=$TOKEN MANTIS_RATE_LIMIT_RPM=0 AGENTTEST_WORKERS=2 AGENTTEST_DB_BUFFER_POOL=32M
+
+cleanup() {
+  local rc=$?
+  scripts/stack.sh stop >/dev/null 2>&1 || true
+  if [ -d "$VAR/log" ]; then
+    rm -rf "$OUT/browser-logs"
+    cp -r "$VAR/log" "$OUT/browser-logs" 2>/dev/null || true
+  fi
+  rm -rf "$VAR"
+  exit "$rc"
+}
+trap cleanup EXIT INT TERM
+
+echo "60-browser: starting a stack on 127.0.0.1:$PORT in $VAR"
+scripts/stack.sh start
+# The URL must be ours: nginx of this stack listens (not another server
+# that happened to take the port meanwhile).
+ngpid=$(cat "$VAR/run/nginx.pid" 2>/dev/null || true)
+[ -n "$ngpid" ] && kill -0 "$ngpid" 2>/dev/null || { echo "60-browser: this stack's nginx is not running"; exit 1; }
+
+set -a
+# shellcheck disable=SC1091
+. "$VAR/stack.env"
+set +a
+AGENTTEST_USER_TOKEN=$("$BIN/agenttest" token create --user browser-user --role user | tail -n 1)
+export AGENTTEST_USER_TOKEN AGENTTEST_TEST_OUT=$OUT
+
+# node's test runner: spec on stdout for people, JUnit for tests/run.sh.
+# One file at a time (they share the stack); bounded by --test-timeout.
+node --test --test-concurrency=1 --test-timeout=600000 \
+  --test-reporter=spec --test-reporter-destination=stdout \
+  --test-reporter=junit --test-reporter-destination="$JUNIT/browser.xml" \
+  tests/browser/auth.test.mjs tests/browser/dashboard.test.mjs
