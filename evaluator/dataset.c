@@ -298,7 +298,7 @@ int ds__read_file(const char *path, size_t max, char **out, size_t *outlen)
 	int rc = -1, fd = -1;
 	char *p = NULL;
 	struct stat st;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block us */
 	if (fd < 0 || fstat(fd, &st) != 0)
 		goto out;
 	if (!S_ISREG(st.st_mode)) {

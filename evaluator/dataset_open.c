@@ -193,7 +193,7 @@ static const void *map_file(struct dataset *ds, const char *name, size_t size, s
 	int n = snprintf(path, sizeof path, "%s/%s", ds->dir, name);
 	if (n < 0 || (size_t)n >= sizeof path)
 		return ds__fail(e, DS_ERR_IO, 0, "path too long for %s", name), NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0) {
 		ds__fail(e, errno == ENOENT ? DS_ERR_CORRUPT : DS_ERR_IO, 0, "%s: %s", name, strerror(errno));
 		goto out;

@@ -252,6 +252,46 @@ static void test_klines_bad_table(void **state)
 	}
 }
 
+/* Random edits of a valid kline file: the parser accepts or rejects with a
+ * line inside the file, never crashes (ASan/valgrind run this too). */
+static void test_klines_mutations(void **state)
+{
+	(void)state;
+	struct buf orig = BUF_INIT;
+	buf_puts(&orig, HEADER);
+	for (int k = 0; k < 20; k++)
+		row(&orig, k, 100, k % 2);
+	static const char alphabet[] = ",\n.-+e0123456789 x\r";
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+	int accepted = 0;
+	for (int i = 0; i < 500; i++) {
+		char *text = malloc(orig.len + 1);
+		memcpy(text, orig.data, orig.len + 1);
+		size_t len = orig.len;
+		for (int k = 0; k < 1 + i % 4 && len > 0; k++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			size_t at = (size_t)(x % len);
+			if (i % 9 == 0)
+				text[len = at] = '\0';
+			else
+				text[at] = alphabet[(x >> 40) % (sizeof alphabet - 1)];
+		}
+		struct kline_rows rows = { 0 };
+		struct ds_error e = { 0 };
+		if (import_klines_parse(text, "m.csv", 0, &rows, &e) == 0) {
+			accepted++;
+			assert_true(rows.n >= 1 && rows.n <= 21);
+		} else {
+			assert_int_equal(e.code, DS_ERR_INPUT);
+			assert_true(e.line >= 0 && e.line <= 30);
+		}
+		import_kline_rows_free(&rows);
+		free(text);
+	}
+	print_message("%d of 500 mutated kline files accepted\n", accepted);
+	buf_free(&orig);
+}
+
 static void test_import_misc_errors(void **state)
 {
 	(void)state;
@@ -349,6 +389,7 @@ int main(void)
 		cmocka_unit_test(test_klines_us_equals_ms),
 		cmocka_unit_test(test_klines_several_files_and_assets),
 		cmocka_unit_test(test_klines_bad_table),
+		cmocka_unit_test(test_klines_mutations),
 		cmocka_unit_test(test_import_misc_errors),
 		cmocka_unit_test(test_prices_csv_import),
 		cmocka_unit_test(test_asset_from_filename),
