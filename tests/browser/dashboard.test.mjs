@@ -56,22 +56,25 @@ async function submitStrategy(name, code) {
 }
 
 test('first render of the overview takes under a second', async () => {
-  const p = await browser.context.newPage();
-  try {
-    const t0 = Date.now();
-    await p.goto(`${BASE}/#/`, { waitUntil: 'commit' });
-    await p.waitForFunction(() => document.body.dataset.ready === '/', null, { timeout: 10000 });
-    const ms = Date.now() - t0;
-    const nav = await p.evaluate(() => {
-      const n = performance.getEntriesByType('navigation')[0];
-      return n ? Math.round(n.domContentLoadedEventEnd) : null;
-    });
-    console.log(`# overview drawn in ${ms} ms (DOMContentLoaded at ${nav} ms)`);
-    assert.ok(ms < 1000, `first render took ${ms} ms`);
-    assert.ok(await p.getByRole('heading', { name: 'Health' }).isVisible());
-  } finally {
-    await p.close();
+  // Each load is a new tab (no page state), from navigation to the page
+  // drawn with its API data. Median of five, because the machine is shared.
+  const times = [];
+  for (let i = 0; i < 5; i += 1) {
+    const p = await browser.context.newPage();
+    try {
+      const t0 = Date.now();
+      await p.goto(`${BASE}/#/`, { waitUntil: 'commit' });
+      await p.waitForFunction(() => document.body.dataset.ready === '/', null, { timeout: 10000 });
+      times.push(Date.now() - t0);
+      assert.ok(await p.getByRole('heading', { name: 'Health' }).isVisible());
+    } finally {
+      await p.close();
+    }
   }
+  times.sort((a, b) => a - b);
+  const median = times[2];
+  console.log(`# overview drawn in ${times.join(', ')} ms (median ${median} ms)`);
+  assert.ok(median < 1000, `first render took ${median} ms (median of ${times.join(', ')})`);
 });
 
 test('submit a strategy in the editor', async () => {
@@ -119,6 +122,7 @@ test('the equity and drawdown charts are drawn with data, zoom and hover', async
   assert.ok(await canvasInk(page, '[data-testid=drawdown-chart]') > 50, 'the drawdown is drawn on the canvas');
   // hover shows a value in the legend
   const over = eq.locator('.u-over');
+  await over.scrollIntoViewIfNeeded();
   const box = await over.boundingBox();
   await page.mouse.move(box.x + box.width * 0.4, box.y + box.height * 0.4);
   await page.mouse.move(box.x + box.width * 0.5, box.y + box.height * 0.5, { steps: 3 });
