@@ -157,10 +157,14 @@ static const double *ch_src(const struct ch_market *m, int f, long fld, size_t a
 static void ch_fill(struct ch_prepared *p, const struct ch_market *m, const long *sel, size_t k,
     long fld, bool copy, bool rows, const size_t *slot, size_t n)
 {
-	size_t used = 0;
+	size_t used = 0, ncols = 0;
 
+	for (size_t i = 0; copy && i < k; i++)
+		for (int f = 0; f < 6; f++)
+			ncols += ch_src(m, f, fld, (size_t)sel[i]) != NULL &&
+			    (f < 5 ? p->cols[f] != NULL : p->fields != NULL);
 	if (copy)
-		p->owned = xcalloc(xmul(xmul(k, 6), n ? n : 1), sizeof *p->owned);
+		p->owned = xcalloc(xmul(ncols ? ncols : 1, n ? n : 1), sizeof *p->owned);
 	for (size_t i = 0; i < k; i++) {
 		size_t a = (size_t)sel[i];
 		p->names[i] = m->names[a];
