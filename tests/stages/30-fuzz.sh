@@ -3,4 +3,4 @@
 # configuration and DATABASE_URL) for a bounded time over its committed
 # corpus; one JUnit testcase per fuzzer.
 set -euo pipefail
-FUZZ_SECONDS=${FUZZ_SECONDS:-15} tests/fuzz/run.sh short
+FUZZ_SECONDS=${FUZZ_SECONDS:-12} tests/fuzz/run.sh short
