@@ -63,10 +63,24 @@ function metricsTable(m) {
   ], keys, { caption: 'Metrics', empty: 'No metrics recorded.', rowHeader: true });
 }
 
-/** objectList(obj): a definition list of an object's keys (nested as JSON). */
+/** fmtValue(key, v): a value for people: sizes in bytes, durations in
+ * seconds, nested objects as "key value" pairs, null as a dash. */
+export function fmtValue(k, v) {
+  if (v === null || v === undefined) return '—';
+  if (typeof v === 'boolean') return v ? 'yes' : 'no';
+  if (typeof v === 'number') {
+    if (/mem|rss|bytes/.test(k)) return bytes(v);
+    if (/(^|_)s$|seconds|_secs?$/.test(k)) return secs(v);
+    return num(v, 6);
+  }
+  if (Array.isArray(v)) return v.length ? v.map((x) => (typeof x === 'object' ? JSON.stringify(x) : String(x))).join(', ') : 'none';
+  if (typeof v === 'object') return Object.entries(v).map(([kk, vv]) => `${label(kk.replace(/_s$/, '')).toLowerCase()} ${fmtValue(kk, vv)}`).join('; ');
+  return String(v);
+}
+
+/** objectList(obj): a definition list of an object's keys, values for people. */
 function objectList(obj) {
-  return dl(Object.entries(obj || {}).map(([k, v]) => [label(k),
-    v !== null && typeof v === 'object' ? h('code', null, JSON.stringify(v)) : typeof v === 'number' ? num(v, 6) : String(v)]));
+  return dl(Object.entries(obj || {}).map(([k, v]) => [label(k), fmtValue(k, v)]));
 }
 
 function auditPanel(audit) {
@@ -102,15 +116,9 @@ function errorPanel(err) {
 
 function resourcesPanel(r) {
   if (!r || typeof r !== 'object') return null;
-  const pairs = [];
-  for (const [k, v] of Object.entries(r)) {
-    if (k === 'limits' && v && typeof v === 'object') continue;
-    const val = /mem|rss|bytes/.test(k) && typeof v === 'number' ? bytes(v)
-      : /_s$|seconds/.test(k) && typeof v === 'number' ? secs(v)
-        : v !== null && typeof v === 'object' ? h('code', null, JSON.stringify(v)) : String(v);
-    pairs.push([label(k), val]);
-  }
-  const p = h('section', { class: 'panel', 'aria-labelledby': 'run-res' }, h('h2', { id: 'run-res' }, 'Resources'), dl(pairs));
+  const rest = { ...r };
+  delete rest.limits;
+  const p = h('section', { class: 'panel', 'aria-labelledby': 'run-res' }, h('h2', { id: 'run-res' }, 'Resources'), objectList(rest));
   if (r.limits && typeof r.limits === 'object') p.append(h('h3', null, 'Limits that applied'), objectList(r.limits));
   return p;
 }
@@ -155,6 +163,13 @@ export async function render(ctx) {
   const id = ctx.params.id;
   let run = await api(`/runs/${encodeURIComponent(id)}`);
   if (ctx.signal.aborted) return;
+  // the run names its version only by id; the version knows the strategy's name
+  let versionName = pick(run, 'strategy_name');
+  if (!versionName && versionId(run) !== undefined) {
+    const v = await api(`/strategies/versions/${encodeURIComponent(versionId(run))}`).catch(() => null);
+    if (ctx.signal.aborted) return;
+    if (v) versionName = pick(v, 'name', 'strategy_name');
+  }
 
   const badge = h('span', { 'data-testid': 'run-status', role: 'status' });
   const checked = h('span', { class: 'muted small' });
@@ -214,7 +229,7 @@ export async function render(ctx) {
     const vid = versionId(run);
     const started = toDate(run.started_at);
     body.append(h('section', { class: 'panel', 'aria-label': 'Run details' }, dl([
-      ['Strategy', vid !== undefined ? link(`#/versions/${encodeURIComponent(vid)}`, `${pick(run, 'strategy_name', 'name') || 'version'} #${vid}`) : null],
+      ['Strategy', vid !== undefined ? link(`#/versions/${encodeURIComponent(vid)}`, `${versionName || 'version'} #${vid}`) : null],
       ['Run id', h('code', { class: 'hash full' }, String(run.run_id ?? id))],
       ['Dataset version', pick(run, 'dataset_version') !== undefined ? String(run.dataset_version) : null],
       ['Asset', pick(run, 'asset') !== undefined ? String(run.asset) : null],
