@@ -115,7 +115,7 @@ lock() {
 }
 
 # COMPONENTS: the processes of the stack, in start order.
-COMPONENTS=(mariadb pool nginx)
+COMPONENTS=(mariadb pool nginx runner)
 
 # count_running: how many COMPONENTS run.
 count_running() {

@@ -1,9 +1,6 @@
 """Error answers are the JSON error body, whether the application or nginx
 produces them: 400, 404, 405, 413 (both), 415, 429, 502."""
 
-import pytest
-
-from conftest import strong_token
 from helpers import assert_error, assert_security_headers
 
 BODY_LIMIT = 1048576  # AGENTTEST_BODY_LIMIT default
@@ -103,12 +100,6 @@ def test_400_bad_request_line_from_nginx(stack):
 
 
 # -- rate limit (nginx limit_req) -------------------------------------------
-
-@pytest.fixture(scope="module")
-def secured(stack_factory):
-    return stack_factory("secured", MANTIS_AUTH_TOKEN=strong_token(),
-                         MANTIS_RATE_LIMIT_RPM=30, AGENTTEST_RATE_BURST=20)
-
 
 def test_429_rate_limited(secured):
     statuses, limited = [], None
