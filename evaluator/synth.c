@@ -14,11 +14,14 @@
  *      close (SUB interior points); volume from |r_t| and the session.
  *
  * Only +, -, *, / and sqrt are used on doubles (IEEE 754 exactly rounded),
- * so the output is bit-identical across conforming machines; GCC does not
- * contract a*b+c into FMA under -std=c11, and clang is told not to.
+ * so the output is bit-identical across conforming machines; the pragmas
+ * below keep GCC and clang from contracting a*b+c into FMA whatever the
+ * flags (an FMA rounds once and would change the bytes).
  */
-#ifdef __clang__
+#if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off") /* GCC ignores the STDC pragma */
 #endif
 
 #include <math.h>

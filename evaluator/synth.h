@@ -14,7 +14,7 @@
  * (keyed by the asset's index in the breakout list, so a subset generates
  * the same columns as the full market) plus one for the market factor; the
  * arithmetic uses only +, -, *, / and sqrt (exactly rounded in IEEE 754), no
- * libm transcendental functions, and floating-point contraction is off, so
+ * libm transcendental functions, and FMA contraction is off in synth.c, so
  * the bytes are identical on every conforming IEEE 754 machine.
  */
 #ifndef AGENTTEST_EVALUATOR_SYNTH_H
