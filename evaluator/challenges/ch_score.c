@@ -79,8 +79,13 @@ char *ch_score_json(const char *name, int mode, const struct ch_market *m,
 	char *s;
 
 	if (def == NULL) {
+		size_t off;
 		e = CH_ERR_INPUT;
-		snprintf(err, sizeof err, "unknown challenge '%s'", name ? name : "(null)");
+		snprintf(err, sizeof err, "unknown challenge '%.64s'; valid: ", name ? name : "(null)");
+		for (size_t i = 0; i < ch_count(); i++) {
+			off = strlen(err);
+			snprintf(err + off, sizeof err - off, "%s%s", i ? ", " : "", ch_at(i)->name);
+		}
 	} else if (mode != CH_MODE_STRICT && mode != CH_MODE_MANTIS) {
 		e = CH_ERR_INPUT;
 		snprintf(err, sizeof err, "unknown mode %d", mode);

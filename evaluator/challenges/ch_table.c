@@ -6,6 +6,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "xalloc.h"
+
 #include "evaluator/challenges/challenges.h"
 
 /* Column order of MULTI-BREAKOUT and XSEC-RANK embeddings. */
@@ -188,4 +190,29 @@ json_object *ch_catalog(int (*has_field)(const char *field, void *ctx), void *ct
 		json_object_object_add(o, d->name, ch_catalog_entry(d));
 	}
 	return o;
+}
+
+struct ch_fieldset {
+	const char *const *v;
+	size_t n;
+};
+
+/* has_field over a list of names. */
+static int ch_in_fieldset(const char *field, void *ctx)
+{
+	const struct ch_fieldset *fs = ctx;
+	for (size_t i = 0; i < fs->n; i++)
+		if (fs->v[i] != NULL && strcmp(fs->v[i], field) == 0)
+			return 1;
+	return 0;
+}
+
+/* Catalogue text for ctypes callers. */
+char *ch_catalog_json(const char *const *fields, size_t n)
+{
+	struct ch_fieldset fs = { fields, fields != NULL ? n : 0 };
+	json_object *o = ch_catalog(ch_in_fieldset, &fs);
+	char *s = xstrdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	return s;
 }

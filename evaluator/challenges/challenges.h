@@ -156,6 +156,9 @@ CH_API const char *ch_errcode(enum ch_err e);
  * (has_field NULL lists none of them). Caller owns the object.
  */
 json_object *ch_catalog(int (*has_field)(const char *field, void *ctx), void *ctx);
+/* The catalogue as a malloc'd JSON string (ch_free), listing the challenges
+ * whose extra field is among the n names in `fields` (for ctypes). */
+CH_API char *ch_catalog_json(const char *const *fields, size_t n);
 
 /* ---- scoring ------------------------------------------------------------ */
 

@@ -70,6 +70,15 @@ _sig("ch_score_json", C.c_void_p, [C.c_char_p, C.c_int, C.POINTER(Market), FP, C
                                    C.c_size_t, C.c_size_t, C.c_long, C.POINTER(C.c_int)])
 _sig("ch_free", None, [C.c_void_p])
 _sig("ch_count", C.c_size_t, [])
+_sig("ch_catalog_json", C.c_void_p, [C.POINTER(C.c_char_p), C.c_size_t])
+
+
+def catalog(fields=()):
+    arr = (C.c_char_p * max(len(fields), 1))(*[f.encode() for f in fields])
+    p = lib.ch_catalog_json(arr, len(fields))
+    text = C.string_at(p).decode()
+    lib.ch_free(p)
+    return json.loads(text)
 
 
 def _d(a):

@@ -271,4 +271,18 @@ def test_xsec_constant_scores_give_no_windows():
 
 def test_unknown_challenge():
     rc, r = chlib.score("NOPE", {"ETH": np.ones(10)}, np.zeros((10, 2)), 0)
-    assert rc == 1 and "unknown challenge" in r["error"]
+    assert rc == 1 and r["error"].startswith("unknown challenge 'NOPE'; valid: ETH-1H-BINARY, ")
+    assert "FUNDING-XSEC" in r["error"]
+
+
+def test_catalog_shape_and_funding_listing():
+    cat = chlib.catalog()
+    assert list(cat) == [n for n in ref.CHALLENGES if n != "FUNDING-XSEC"]
+    assert "FUNDING-XSEC" in chlib.catalog(["funding_1h"])
+    for name, c in cat.items():
+        assert list(c)[:6] == ["type", "short", "desc", "asset", "metric", "metric_info"]
+        assert list(c["metric_info"]) == ["primary", "all", "direction", "label", "baseline"]
+        assert c["type"] == ref.CHALLENGES[name]["type"]
+        assert c["embedding_dim"] == ref.CHALLENGES[name]["dim"]
+    assert abs(cat["ETH-HITFIRST-100M"]["metric_info"]["baseline"] - np.log(3)) < 1e-15
+    assert cat["ETH-HITFIRST-100M"]["metric_info"]["direction"] == "lower"
