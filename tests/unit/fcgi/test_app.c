@@ -443,6 +443,36 @@ static void test_malformed_params(void **state)
 	x.envp = bad_len;
 	app_handle(&app, &x);
 	assert_int_equal(x.status, 400);
+	/* more parameters than REQ_MAX_PARAMS: 400 before anything else */
+	static char many_store[REQ_MAX_PARAMS + 8][32];
+	char *many[REQ_MAX_PARAMS + 8];
+	size_t k = 0;
+	many[k++] = "REQUEST_METHOD=GET";
+	many[k++] = "REQUEST_URI=/health";
+	while (k < REQ_MAX_PARAMS + 6) {
+		snprintf(many_store[k], sizeof many_store[k], "HTTP_X_%zu=1", k);
+		many[k] = many_store[k];
+		k++;
+	}
+	many[k] = NULL;
+	x.envp = many;
+	app_handle(&app, &x);
+	assert_int_equal(x.status, 400);
+	/* a URI longer than REQ_MAX_PATH */
+	char *longuri = malloc(REQ_MAX_PATH + 32);
+	memcpy(longuri, "REQUEST_URI=/", 13);
+	memset(longuri + 13, 'a', REQ_MAX_PATH + 10);
+	longuri[REQ_MAX_PATH + 23] = '\0';
+	char *long_env[] = { "REQUEST_METHOD=GET", longuri, NULL };
+	x.envp = long_env;
+	app_handle(&app, &x);
+	assert_int_equal(x.status, 400);
+	free(longuri);
+	/* a relative URI */
+	char *rel[] = { "REQUEST_METHOD=GET", "REQUEST_URI=health", NULL };
+	x.envp = rel;
+	app_handle(&app, &x);
+	assert_int_equal(x.status, 400);
 	buf_free(&out);
 	(void)r;
 	(void)state;
