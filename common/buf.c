@@ -49,8 +49,11 @@ void buf_vprintf(struct buf *b, const char *fmt, va_list ap)
 	}
 	if ((size_t)n >= b->cap - b->len) {
 		buf_reserve(b, (size_t)n);
+		/* ap2 was initialised by va_copy above (cppcheck does not see it) */
+		// cppcheck-suppress va_list_usedBeforeStarted
 		vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap2);
 	}
+	// cppcheck-suppress va_list_usedBeforeStarted
 	va_end(ap2);
 	b->len += (size_t)n;
 }
