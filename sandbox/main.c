@@ -56,7 +56,8 @@ static void __attribute__((noreturn)) usage(int status)
 	        "       agenttest-sandbox --zygote --ctl-fd=N [options]\n"
 	        "options: --box=N --cpu=SEC --wall=SEC --mem=BYTES[KMG] --procs=N --files=N\n"
 	        "         --output=BYTES[KMG] --bind=PATH --workdir=PATH --tmp=BYTES[KMG]\n"
-	        "         --env=K=V --meta=FILE --meta-fd=N --no-cgroup --seccomp-log\n"
+	        "         --env=K=V --meta=FILE --meta-fd=N --no-cgroup --netns=fresh|shared\n"
+	        "         --seccomp-log\n"
 	        "see agenttest-sandbox(1)\n");
 	exit(status);
 }
@@ -110,7 +111,7 @@ static const char *parse_path(const char *s, const char *opt)
 int main(int argc, char **argv)
 {
 	enum { O_BOX = 256, O_CPU, O_WALL, O_MEM, O_PROCS, O_FILES, O_OUTPUT, O_BIND,
-	       O_WORKDIR, O_TMP, O_ENV, O_META, O_METAFD, O_NOCG, O_SLOG, O_ZYGOTE, O_CTL,
+	       O_WORKDIR, O_TMP, O_ENV, O_META, O_METAFD, O_NOCG, O_SLOG, O_ZYGOTE, O_CTL, O_NETNS,
 	       O_HELP, O_VERSION };
 	static const struct option longopts[] = {
 		{ "box", 1, NULL, O_BOX }, { "cpu", 1, NULL, O_CPU }, { "wall", 1, NULL, O_WALL },
@@ -118,7 +119,7 @@ int main(int argc, char **argv)
 		{ "output", 1, NULL, O_OUTPUT }, { "bind", 1, NULL, O_BIND },
 		{ "workdir", 1, NULL, O_WORKDIR }, { "tmp", 1, NULL, O_TMP }, { "env", 1, NULL, O_ENV },
 		{ "meta", 1, NULL, O_META }, { "meta-fd", 1, NULL, O_METAFD },
-		{ "no-cgroup", 0, NULL, O_NOCG }, { "seccomp-log", 0, NULL, O_SLOG },
+		{ "no-cgroup", 0, NULL, O_NOCG }, { "netns", 1, NULL, O_NETNS }, { "seccomp-log", 0, NULL, O_SLOG },
 		{ "zygote", 0, NULL, O_ZYGOTE }, { "ctl-fd", 1, NULL, O_CTL },
 		{ "help", 0, NULL, O_HELP }, { "version", 0, NULL, O_VERSION },
 		{ NULL, 0, NULL, 0 },
@@ -164,6 +165,11 @@ int main(int argc, char **argv)
 				die("--meta-fd %d is not open", meta_fd);
 			break;
 		case O_NOCG: o.no_cgroup = true; break;
+		case O_NETNS:
+			if (strcmp(optarg, "fresh") != 0 && strcmp(optarg, "shared") != 0)
+				die("bad value for --netns: %s (fresh or shared)", optarg);
+			o.fresh_netns = strcmp(optarg, "fresh") == 0;
+			break;
 		case O_SLOG: o.seccomp_log = true; break;
 		case O_ZYGOTE: zygote = true; break;
 		case O_CTL: ctl_fd = (int)parse_count(optarg, 3, 1024, "ctl-fd"); break;

@@ -2,9 +2,11 @@
  * oneshot.c: one confined run of a program (the helper's normal mode).
  *
  * Theory of operation (the helper is root and is the supervisor):
- *   1. in the parent: compile the seccomp policy, create the run's cgroup,
- *      make the sync/ack/relay pipes;
- *   2. clone3 with new PID, network, mount, IPC, UTS and cgroup namespaces
+ *   1. in the parent: create the run's cgroup, make the sync/ack/relay
+ *      pipes;
+ *   2. clone3 with new PID, mount, IPC, UTS and cgroup namespaces (the
+ *      network namespace is the shared empty one of netns.c, joined with
+ *      setns, or a fresh one with --netns=fresh)
  *      (and CLONE_INTO_CGROUP on cgroup v2, so the child is born inside its
  *      cgroup); on v1 the parent moves the child into its cgroups while the
  *      child waits for the "go" byte, so nothing runs outside the limits;
@@ -13,6 +15,9 @@
  *      NO_NEW_PRIVS, descriptors, seccomp last), then execve of the
  *      program with the explicit environment. Any failure is reported on
  *      the sync pipe and the child exits: nothing runs unconfined;
+ *      The parent compiles the seccomp policy with libseccomp while the
+ *      child builds its root (the two overlap on a multi-core host) and
+ *      sends the BPF program down the ack pipe; the child only loads it.
  *   4. in the parent: take over the seccomp listener (spawn.c), then
  *      sbx_supervise until the child is reaped; the first execve
  *      notification is the child's own exec and is let through.
@@ -20,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,17 +38,57 @@
 #include "sandbox/sbx_int.h"
 #include "sandbox/sbx_oneshot.h"
 
-#define NS_FLAGS (CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWIPC | \
-                  CLONE_NEWUTS | CLONE_NEWCGROUP)
+#define NS_FLAGS (CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
+
+/* Read exactly len bytes. Returns 0 or -1. */
+static int read_full(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	while (len) {
+		ssize_t n = read(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Write exactly len bytes. Returns 0 or -1. */
+static int write_full(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
 
 /* The child: never returns. */
-static void __attribute__((noreturn)) child(const struct sbx_oneshot *o, const struct sbx_bpf *bpf,
-                                            int sync_w, int ack_r, int out_w, int err_w, bool has_cg)
+static void __attribute__((noreturn)) child(const struct sbx_oneshot *o, int netfd, int sync_w,
+                                            int ack_r, int out_w, int err_w, bool has_cg)
 {
+	static struct sock_filter ins[SBX_BPF_MAX];
 	char err[256] = "";
 	char go = 0;
+	if (netfd >= 0 && setns(netfd, CLONE_NEWNET) < 0)
+		sbx_child_die(sync_w, "joining the shared network namespace: %s", strerror(errno));
 	if (read(ack_r, &go, 1) != 1 || go != 'G')
 		sbx_child_die(sync_w, "no go from the supervisor");
+	/* the policy, compiled by the parent meanwhile, arrives after "G" */
+	struct sbx_bpf_hdr h;
+	if (read_full(ack_r, &h, sizeof h) < 0 || h.len == 0 || h.len > SBX_BPF_MAX ||
+	    read_full(ack_r, ins, h.len * sizeof ins[0]) < 0)
+		sbx_child_die(sync_w, "no seccomp policy from the supervisor");
+	struct sbx_bpf bpf = { .ins = ins, .len = h.len, .notify = h.notify != 0 };
 	if (!sbx_root_enter(&o->root, err, sizeof err))
 		sbx_child_die(sync_w, "%s", err);
 	if (!sbx_mount_proc(err, sizeof err))
@@ -53,7 +99,7 @@ static void __attribute__((noreturn)) child(const struct sbx_oneshot *o, const s
 	struct sbx_final f = {
 		.box_id = o->box_id, .limits = o->limits, .has_cgroup = has_cg,
 		.writable = o->root.workdir != NULL, .fd_in = 0, .fd_out = out_w,
-		.fd_err = err_w, .sync_fd = sync_w, .ack_fd = ack_r, .bpf = bpf,
+		.fd_err = err_w, .sync_fd = sync_w, .ack_fd = ack_r, .bpf = &bpf,
 	};
 	if (!sbx_confine_final(&f, err, sizeof err))
 		sbx_child_die(sync_w, "%s", err);
@@ -65,11 +111,11 @@ static void __attribute__((noreturn)) child(const struct sbx_oneshot *o, const s
 }
 
 /* clone3 into the namespaces (and cgroup fd when >= 0). */
-static pid_t clone_box(int cgfd)
+static pid_t clone_box(int cgfd, bool fresh_net)
 {
 	struct clone_args a;
 	memset(&a, 0, sizeof a);
-	a.flags = NS_FLAGS;
+	a.flags = NS_FLAGS | (fresh_net ? CLONE_NEWNET : 0);
 	a.exit_signal = SIGCHLD;
 	if (cgfd >= 0) {
 		a.flags |= CLONE_INTO_CGROUP;
@@ -93,15 +139,12 @@ int sbx_oneshot_run(struct sbx_oneshot *o, struct sbx_verdict *v, char *err, siz
 	struct sbx_bpf bpf;
 	struct sbx_policy_opts po = { .writable = o->root.workdir != NULL, .notify = true };
 	int sync[2] = { -1, -1 }, ack[2] = { -1, -1 }, rout[2] = { -1, -1 }, rerr[2] = { -1, -1 };
-	int rc = -1, cgfd = -1, listener = -1;
+	int rc = -1, cgfd = -1, listener = -1, netfd = -1;
 	struct sbx_cgroup *cg = NULL;
 	pid_t pid = -1;
 	memset(v, 0, sizeof *v);
+	memset(&bpf, 0, sizeof bpf);
 	sbx_limits_fill(&o->limits);
-	if (sbx_policy_build(&po, &bpf, err, errlen) < 0)
-		return -1;
-	if (!bpf.notify)
-		sbx_note(v->warnings, sizeof v->warnings, "no seccomp user notification: violations are killed in-kernel");
 	if (!o->no_cgroup)
 		cg = sbx_cg_create(o->box_id, &o->limits, v->warnings, sizeof v->warnings);
 	else
@@ -112,18 +155,21 @@ int sbx_oneshot_run(struct sbx_oneshot *o, struct sbx_verdict *v, char *err, siz
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		goto out;
 	}
-	pid = clone_box(cgfd);
+	netfd = o->fresh_netns ? -1 : sbx_netns_shared();
+	if (netfd < 0 && !o->fresh_netns)
+		sbx_note(v->warnings, sizeof v->warnings, "no shared network namespace: a fresh one");
+	pid = clone_box(cgfd, netfd < 0);
 	if (pid < 0 && cgfd >= 0) {   /* older kernel: no CLONE_INTO_CGROUP */
 		close(cgfd);
 		cgfd = -1;
-		pid = clone_box(-1);
+		pid = clone_box(-1, netfd < 0);
 	}
 	if (pid < 0) {
 		snprintf(err, errlen, "clone3: %s", strerror(errno));
 		goto out;
 	}
 	if (pid == 0)
-		child(o, &bpf, sync[1], ack[0], rout[1], rerr[1], cg != NULL);
+		child(o, netfd, sync[1], ack[0], rout[1], rerr[1], cg != NULL);
 	close(sync[1]); sync[1] = -1;
 	close(ack[0]); ack[0] = -1;
 	close(rout[1]); rout[1] = -1;
@@ -132,7 +178,17 @@ int sbx_oneshot_run(struct sbx_oneshot *o, struct sbx_verdict *v, char *err, siz
 		snprintf(err, errlen, "cannot enter the run's cgroup: %s", strerror(errno));
 		goto kill;
 	}
-	if (write(ack[1], "G", 1) != 1 || sbx_sync_parent(pid, sync[0], ack[1], &listener, err, errlen) < 0)
+	if (write(ack[1], "G", 1) != 1)
+		goto kill;
+	/* compile the policy while the child builds its root, then hand it over */
+	if (sbx_policy_cached(&po, &bpf, err, errlen) < 0)
+		goto kill;
+	if (!bpf.notify)
+		sbx_note(v->warnings, sizeof v->warnings, "no seccomp user notification: violations are killed in-kernel");
+	struct sbx_bpf_hdr h = { .len = bpf.len, .notify = bpf.notify };
+	if (write_full(ack[1], &h, sizeof h) < 0 ||
+	    write_full(ack[1], bpf.ins, bpf.len * sizeof bpf.ins[0]) < 0 ||
+	    sbx_sync_parent(pid, sync[0], ack[1], &listener, err, errlen) < 0)
 		goto kill;
 	struct sbx_watch w = {
 		.pid = pid, .out_in = rout[0], .out_to = o->out_fd, .err_in = rerr[0],
@@ -161,6 +217,8 @@ out:
 	}
 	if (cgfd >= 0)
 		close(cgfd);
+	if (netfd >= 0)
+		close(netfd);
 	close2(sync);
 	close2(ack);
 	close2(rout);

@@ -28,6 +28,11 @@
  * thread names (EPERM), prlimit64 that sets limits (EPERM). W^X: mmap,
  * mprotect with both PROT_WRITE and PROT_EXEC are violations, as is
  * pkey_mprotect and memfd_create (write-then-map-exec).
+ *
+ * Compiling takes a few milliseconds of CPU, a large part of a one-shot
+ * run's setup, so the helper keeps each compiled variant in a root-only
+ * cache (SBX_POLICY_CACHE_DIR) keyed by the helper binary's inode, size
+ * and mtime; the zygote compiles once per zygote.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -223,7 +228,7 @@ int sbx_policy_build(const struct sbx_policy_opts *o, struct sbx_bpf *out, char 
 	}
 	off_t size = lseek(memfd, 0, SEEK_END);
 	if (size <= 0 || size % (off_t)sizeof(struct sock_filter) != 0 ||
-	    size / (off_t)sizeof(struct sock_filter) > 65535) {
+	    size / (off_t)sizeof(struct sock_filter) > SBX_BPF_MAX) {
 		snprintf(err, errlen, "seccomp program has a bad size");
 		goto out;
 	}
@@ -243,6 +248,74 @@ out:
 	if (ctx)
 		seccomp_release(ctx);
 	return rc;
+}
+
+/* The cache file name of a variant, bound to this very binary (inode,
+ * size, mtime), so a rebuilt helper never loads an old policy. */
+static int cache_path(const struct sbx_policy_opts *o, bool notify, char *out, size_t len)
+{
+	struct stat st;
+	if (stat("/proc/self/exe", &st) < 0)
+		return -1;
+	int n = snprintf(out, len, "%s/policy-%d%d-%lx-%lx-%lx.bpf", SBX_POLICY_CACHE_DIR,
+	                 o->writable ? 1 : 0, notify ? 1 : 0, (unsigned long)st.st_ino,
+	                 (unsigned long)st.st_size, (unsigned long)st.st_mtime);
+	return (n < 0 || (size_t)n >= len) ? -1 : 0;
+}
+
+/* Load a cached program into *out. Returns 0 or -1. */
+static int cache_load(const char *path, bool notify, struct sbx_bpf *out)
+{
+	struct stat st;
+	int rc = -1, fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || st.st_uid != 0 || (st.st_mode & 022) || st.st_size <= 0 ||
+	    st.st_size % (off_t)sizeof(struct sock_filter) != 0 ||
+	    st.st_size / (off_t)sizeof(struct sock_filter) > SBX_BPF_MAX)
+		goto out;
+	out->len = (unsigned short)(st.st_size / (off_t)sizeof(struct sock_filter));
+	out->ins = xcalloc(out->len, sizeof(struct sock_filter));
+	if (pread(fd, out->ins, (size_t)st.st_size, 0) != st.st_size) {
+		sbx_policy_free(out);
+		goto out;
+	}
+	out->notify = notify;
+	rc = 0;
+out:
+	close(fd);
+	return rc;
+}
+
+/* Store a program atomically (temp file + rename); failures are ignored. */
+static void cache_store(const char *path, const struct sbx_bpf *b)
+{
+	char tmp[600];
+	if (mkdir(SBX_POLICY_CACHE_DIR, 0700) < 0 && errno != EEXIST)
+		return;
+	snprintf(tmp, sizeof tmp, "%s.%d", path, (int)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	size_t size = (size_t)b->len * sizeof(struct sock_filter);
+	bool ok = write(fd, b->ins, size) == (ssize_t)size;
+	close(fd);
+	if (!ok || rename(tmp, path) < 0)
+		unlink(tmp);
+}
+
+int sbx_policy_cached(const struct sbx_policy_opts *o, struct sbx_bpf *out, char *err, size_t errlen)
+{
+	char path[512];
+	bool notify = o->notify && seccomp_api_get() >= 5;
+	memset(out, 0, sizeof *out);
+	if (cache_path(o, notify, path, sizeof path) == 0 && cache_load(path, notify, out) == 0)
+		return 0;
+	if (sbx_policy_build(o, out, err, errlen) < 0)
+		return -1;
+	if (out->notify == notify)
+		cache_store(path, out);
+	return 0;
 }
 
 void sbx_policy_free(struct sbx_bpf *b)

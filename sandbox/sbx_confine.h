@@ -36,8 +36,18 @@ struct sbx_bpf {
 	bool                notify; /* uses SECCOMP_RET_USER_NOTIF: load with a listener */
 };
 
+/* Header of a BPF program sent down a pipe, followed by len instructions. */
+struct sbx_bpf_hdr {
+	uint32_t len;
+	uint32_t notify;
+};
+#define SBX_BPF_MAX 4096
+
 /* Build the policy with libseccomp and export it as BPF. 0 or -1 (err). */
 int sbx_policy_build(const struct sbx_policy_opts *o, struct sbx_bpf *out, char *err, size_t errlen);
+/* Same, through the helper's cache of compiled programs. */
+int sbx_policy_cached(const struct sbx_policy_opts *o, struct sbx_bpf *out, char *err, size_t errlen);
+#define SBX_POLICY_CACHE_DIR "/run/agenttest-sandbox.d"
 /* Free a compiled filter. */
 void sbx_policy_free(struct sbx_bpf *b);
 

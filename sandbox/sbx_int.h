@@ -83,6 +83,11 @@ int sbx_supervise(struct sbx_watch *w, struct sbx_verdict *v);
  * (status SG, message "cancelled"); SIGPIPE is ignored. */
 void sbx_supervise_signals(void);
 
+/* ---- shared empty network namespace (netns.c) ------------------------- */
+/* An fd of the persistent empty network namespace (created on first use),
+ * or -1. */
+int sbx_netns_shared(void);
+
 /* ---- cgroups (cgroup.c) ------------------------------------------------- */
 /* Create the per-run cgroup of box_id with the given limits. Returns NULL
  * (and explains in warn) when no cgroup controller is usable. */

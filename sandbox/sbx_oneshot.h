@@ -18,6 +18,7 @@ struct sbx_oneshot {
 	int  out_fd, err_fd;    /* where the program's stdout/stderr are relayed */
 	bool no_cgroup;         /* rlimits only (tests, or no cgroup wanted) */
 	bool seccomp_log;       /* debug: log violations and let them run */
+	bool fresh_netns;       /* a network namespace of its own (slower) */
 };
 
 /* Run o->argv confined and supervised, filling *v. Returns 0 when the

@@ -28,6 +28,7 @@ import time
 import xml.etree.ElementTree as ET
 
 CPU, WALL, MEM, OUTPUT = 2.0, 4.0, 256 << 20, 1 << 20
+SLOW_LIMITS = ["--cpu=30", "--wall=60"]  # later options win in sbx-drive
 
 # name -> (source of the hostile part, expected statuses, modes, extra check)
 # The source runs at load time inside simulate's module; {port}, {uport},
@@ -35,8 +36,9 @@ CPU, WALL, MEM, OUTPUT = 2.0, 4.0, 256 << 20, 1 << 20
 RET = "\ndef simulate(prices, params):\n    return [1.0] * len(prices)\n"
 
 
-def case(src, expect, modes=("zygote", "oneshot"), check=None):
-    return {"src": src, "expect": set(expect), "modes": modes, "check": check}
+def case(src, expect, modes=("zygote", "oneshot"), check=None, slow=False):
+    """slow: benign heavy work, run with generous limits (SLOW_LIMITS)."""
+    return {"src": src, "expect": set(expect), "modes": modes, "check": check, "slow": slow}
 
 
 def escaped_if(cond_src, what):
@@ -58,6 +60,9 @@ CASES = {
     "netlink_socket": case(
         "import socket\nsocket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)\n"
         "raise RuntimeError('ESCAPED: netlink')\n", ["SY"]),
+    "net_interfaces": case(
+        "devs = [l.split(':')[0].strip() for l in open('/proc/self/net/dev').read().splitlines()[2:]]\n"
+        + escaped_if("devs != ['lo']", "interfaces ' + repr(devs) + '"), ["OK"]),
     "dns_lookup": case(
         "import socket\ntry:\n    socket.getaddrinfo('example.com', 80)\n"
         "    raise RuntimeError('ESCAPED: resolved')\nexcept socket.gaierror:\n    pass\n", ["OK", "SY"]),
@@ -188,13 +193,13 @@ CASES = {
         "import pandas as pd\ns = pd.Series(range(10)).rolling(3).mean()\nassert s.iloc[-1] == 8.0\n", ["OK"]),
     "benign_scipy": case(
         "import scipy.stats, scipy.optimize\nassert abs(scipy.stats.norm.cdf(0) - 0.5) < 1e-12\n"
-        "assert abs(scipy.optimize.brentq(lambda x: x * x - 2, 0, 2) - 2 ** 0.5) < 1e-9\n", ["OK"]),
+        "assert abs(scipy.optimize.brentq(lambda x: x * x - 2, 0, 2) - 2 ** 0.5) < 1e-9\n", ["OK"], slow=True),
     "benign_sklearn_fit": case(
         "import numpy as np\nfrom sklearn.linear_model import LinearRegression\n"
         "from sklearn.ensemble import RandomForestClassifier\n"
         "x = np.random.default_rng(0).normal(size=(200, 3))\ny = x @ [1.0, 2.0, 3.0]\n"
         "assert np.allclose(LinearRegression().fit(x, y).coef_, [1, 2, 3])\n"
-        "RandomForestClassifier(n_estimators=5, random_state=0).fit(x, y > 0)\n", ["OK"]),
+        "RandomForestClassifier(n_estimators=5, random_state=0).fit(x, y > 0)\n", ["OK"], slow=True),
     "benign_threads": case(
         "import threading\nout = []\nt = threading.Thread(target=lambda: out.append(sum(range(1000))))\n"
         "t.start(); t.join()\nassert out == [499500]\n", ["OK"]),
@@ -272,7 +277,7 @@ def sha(path):
 def run_drive(drive, files, env, extra=()):
     """Run sbx-drive on files; return the result objects in order."""
     cmd = [drive, "--cpu=%g" % CPU, "--wall=%g" % WALL, "--mem=%d" % MEM,
-           "--output=%d" % OUTPUT] + list(extra) + files
+           "--output=%d" % OUTPUT] + list(extra) + files  # later options override
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=900)
     out = []
     for line in p.stdout.decode("utf-8", "replace").splitlines():
@@ -384,14 +389,19 @@ def main():
         menv = dict(env)
         menv["AGENTTEST_SANDBOX_ZYGOTE"] = "1" if mode == "zygote" else "0"
         menv["AGENTTEST_SANDBOX_ZYGOTES"] = "1"
-        names = [n for n, c in CASES.items() if mode in c["modes"] and (not only or n in only)]
+        names = [n for n, c in CASES.items() if mode in c["modes"] and not c["slow"] and (not only or n in only)]
+        slow = [n for n, c in CASES.items() if mode in c["modes"] and c["slow"] and (not only or n in only)]
         files = [paths[n] for n in names]
         leak_names = [n for n in LEAKS if not only or n in only] if mode == "zygote" else []
         for n in leak_names:
             files += [paths[n + "_0"], paths[n + "_1"]]
         t0 = time.time()
         res = run_drive(args.drive, files, menv) if files else []
-        dt = (time.time() - t0) / max(len(files), 1)
+        if slow:
+            sres = run_drive(args.drive, [paths[n] for n in slow], menv, SLOW_LIMITS)
+            res = res[:len(names)] + sres + res[len(names):]
+            names = names + slow
+        dt = (time.time() - t0) / max(len(files) + len(slow), 1)
         for i, n in enumerate(names):
             c = CASES[n]
             fail = judge(n, res[i], c["expect"], c["check"], lis)
