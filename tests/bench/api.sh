@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# API throughput: wrk against GET /health through nginx → FastCGI pool, on a
+# private stack (scripts/stack.sh in a temporary AGENTTEST_VAR, rate limit
+# off: MANTIS_RATE_LIMIT_RPM=0), for each pool size in WORKERS at 16 and 64
+# connections, DURATION each, and prints requests/s with p50/p99 latency.
+# Target (issue 2): >= 15,000 requests/s and p99 < 10 ms at 64 connections.
+#
+# Knobs: WORKERS="2 4" (pool sizes), DURATION=10s, CONNECTIONS="16 64",
+# WRK_THREADS=2, and any stack setting (AGENTTEST_NGINX_WORKERS,
+# AGENTTEST_NGINX_KEEPALIVE, AGENTTEST_NGINX_ACCESS_LOG, ...).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PY=/usr/bin/python3
+WORKERS=${WORKERS:-"2 4"}
+DURATION=${DURATION:-10s}
+CONNECTIONS=${CONNECTIONS:-"16 64"}
+WRK_THREADS=${WRK_THREADS:-2}
+
+command -v wrk >/dev/null || { echo "bench/api: wrk is not installed (make deps)"; exit 1; }
+for b in agenttest agenttest-fcgi; do
+  [ -x "bin/$b" ] || { echo "bench/api: bin/$b missing (make build)"; exit 1; }
+done
+
+var=$(mktemp -d /tmp/agenttest-bench-XXXXXX)
+export AGENTTEST_VAR=$var
+export MANTIS_PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+export MANTIS_HOST=127.0.0.1 MANTIS_RATE_LIMIT_RPM=0
+export AGENTTEST_SYNTH_DAYS=${AGENTTEST_SYNTH_DAYS:-1}
+unset MANTIS_AUTH_TOKEN AGENTTEST_CONFIG
+url="http://127.0.0.1:$MANTIS_PORT/health"
+
+cleanup() {
+  scripts/stack.sh stop >/dev/null 2>&1 || true
+  rm -rf "$var"
+}
+trap cleanup EXIT
+
+# to_ms VALUE: wrk's "812.00us" / "1.23ms" / "1.05s" in milliseconds.
+to_ms() {
+  "$PY" -c '
+import re, sys
+m = re.fullmatch(r"([0-9.]+)(us|ms|s|m)", sys.argv[1])
+print("%.2f" % (float(m.group(1)) * {"us": 0.001, "ms": 1, "s": 1000, "m": 60000}[m.group(2)]))' "$1"
+}
+
+# run_wrk CONNS: one measurement; prints "rps p50 p99 errors".
+run_wrk() {
+  local out rps p50 p99 errs
+  out=$(wrk -t"$WRK_THREADS" -c"$1" -d"$DURATION" --latency "$url")
+  rps=$(awk '/^Requests\/sec:/ {printf "%d", $2}' <<<"$out")
+  p50=$(to_ms "$(awk '$1 == "50%" {print $2}' <<<"$out")")
+  p99=$(to_ms "$(awk '$1 == "99%" {print $2}' <<<"$out")")
+  errs=$(awk '/Non-2xx or 3xx responses:/ {n += $NF} /Socket errors:/ {gsub(",", ""); n += $4 + $6 + $8 + $10} END {print n + 0}' <<<"$out")
+  echo "$rps $p50 $p99 $errs"
+}
+
+printf '%-8s %-6s %12s %9s %9s %7s\n' workers conns "requests/s" "p50 ms" "p99 ms" errors
+best=""
+for w in $WORKERS; do
+  export AGENTTEST_WORKERS=$w
+  scripts/stack.sh start >/dev/null
+  wrk -t1 -c8 -d2s "$url" >/dev/null   # warm-up: connections, caches
+  for c in $CONNECTIONS; do
+    read -r rps p50 p99 errs < <(run_wrk "$c")
+    printf '%-8s %-6s %12s %9s %9s %7s\n' "$w" "$c" "$rps" "$p50" "$p99" "$errs"
+    if [ "$c" = 64 ]; then
+      best+="$w $rps $p99"$'\n'
+    fi
+  done
+  scripts/stack.sh stop >/dev/null
+done
+
+# The verdict on the best 64-connection figure.
+if [ -n "$best" ]; then
+  read -r w rps p99 < <(sort -k2 -n -r <<<"$best" | head -n 1)
+  verdict=met
+  [ "$rps" -ge 15000 ] && awk -v p="$p99" 'BEGIN {exit !(p < 10)}' || verdict="NOT met"
+  echo "best at 64 connections: $w workers, $rps requests/s, p99 $p99 ms (target >= 15000 req/s, p99 < 10 ms: $verdict)"
+fi
