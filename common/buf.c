@@ -66,6 +66,27 @@ void buf_printf(struct buf *b, const char *fmt, ...)
 	va_end(ap);
 }
 
+void buf_put_u64(struct buf *b, unsigned long long v)
+{
+	char tmp[24];
+	size_t i = sizeof tmp;
+	do {
+		tmp[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	buf_append(b, tmp + i, sizeof tmp - i);
+}
+
+void buf_put_i64(struct buf *b, long long v)
+{
+	if (v < 0) {
+		buf_putc(b, '-');
+		buf_put_u64(b, 0ULL - (unsigned long long)v);
+		return;
+	}
+	buf_put_u64(b, (unsigned long long)v);
+}
+
 void buf_reset(struct buf *b)
 {
 	b->len = 0;

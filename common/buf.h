@@ -38,6 +38,10 @@ void buf_putc(struct buf *b, char c);
 void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* va_list form of buf_printf. */
 void buf_vprintf(struct buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+/* Append the decimal digits of v (no printf: hot paths use it). */
+void buf_put_u64(struct buf *b, unsigned long long v);
+/* Append the decimal digits of v, with a '-' if negative. */
+void buf_put_i64(struct buf *b, long long v);
 /* Forget the contents, keep the allocation. */
 void buf_reset(struct buf *b);
 /* Release the allocation; the buffer is BUF_INIT afterwards. */

@@ -43,14 +43,22 @@ bool log_enabled(enum log_level l)
 
 void log_time(struct buf *b)
 {
+	/* strftime once per second per process; the milliseconds by hand. */
+	static time_t cached_sec = (time_t)-1;
+	static char cached[32];
+	static size_t cached_len;
 	struct timespec ts;
-	struct tm tm;
-	char tmp[40];
 	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	size_t n = strftime(tmp, sizeof tmp, "%Y-%m-%dT%H:%M:%S", &tm);
-	buf_append(b, tmp, n);
-	buf_printf(b, ".%03ldZ", ts.tv_nsec / 1000000);
+	if (ts.tv_sec != cached_sec) {
+		struct tm tm;
+		gmtime_r(&ts.tv_sec, &tm);
+		cached_len = strftime(cached, sizeof cached, "%Y-%m-%dT%H:%M:%S.", &tm);
+		cached_sec = ts.tv_sec;
+	}
+	long ms = ts.tv_nsec / 1000000;
+	char frac[5] = { (char)('0' + ms / 100), (char)('0' + ms / 10 % 10), (char)('0' + ms % 10), 'Z', 0 };
+	buf_append(b, cached, cached_len);
+	buf_append(b, frac, 4);
 }
 
 void log_json_escape(struct buf *b, const char *s, size_t n)
@@ -103,7 +111,10 @@ void log_str(struct buf *b, const char *key, const char *val)
 
 void log_int(struct buf *b, const char *key, long long v)
 {
-	buf_printf(b, ",\"%s\":%lld", key, v);
+	buf_puts(b, ",\"");
+	buf_puts(b, key);
+	buf_puts(b, "\":");
+	buf_put_i64(b, v);
 }
 
 void log_end(struct buf *b)

@@ -260,8 +260,15 @@ static void app_write(struct fcgi_ctx *c, struct fcgi_exchange *x)
 {
 	struct buf *o = x->out;
 	buf_reset(o);
-	buf_printf(o, "Status: %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n", c->status,
-	           app_reason(c->status), c->ctype ? c->ctype : "application/json", c->out_body->len);
+	buf_puts(o, "Status: ");
+	buf_put_u64(o, (unsigned)c->status);
+	buf_putc(o, ' ');
+	buf_puts(o, app_reason(c->status));
+	buf_puts(o, "\r\nContent-Type: ");
+	buf_puts(o, c->ctype ? c->ctype : "application/json");
+	buf_puts(o, "\r\nContent-Length: ");
+	buf_put_u64(o, c->out_body->len);
+	buf_puts(o, "\r\n");
 	buf_append(o, APP_SECURITY_HEADERS, sizeof APP_SECURITY_HEADERS - 1);
 	buf_puts(o, "X-Request-Id: ");
 	buf_puts(o, c->rid);
@@ -270,6 +277,23 @@ static void app_write(struct fcgi_ctx *c, struct fcgi_exchange *x)
 	buf_puts(o, "\r\n");
 	if (c->req.method != HTTP_HEAD)
 		buf_append(o, buf_cstr(c->out_body), c->out_body->len);
+}
+
+/* A fresh request id: the worker's random prefix, '-', a hex counter. */
+static void app_request_id(struct fcgi_app *app, char rid[REQUEST_ID_MAX + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+	char tmp[17];
+	size_t i = sizeof tmp, n = strlen(app->rid_prefix);
+	uint64_t v = ++app->rid_counter;
+	do {
+		tmp[--i] = hex[v & 15];
+		v >>= 4;
+	} while (v != 0);
+	memcpy(rid, app->rid_prefix, n);
+	rid[n] = '-';
+	memcpy(rid + n + 1, tmp + i, sizeof tmp - i);
+	rid[n + 1 + sizeof tmp - i] = '\0';
 }
 
 /* The request log line. */
@@ -284,7 +308,11 @@ static void app_log(struct fcgi_ctx *c, uint64_t us)
 	log_str(b, "method", c->req.method_str ? c->req.method_str : "");
 	log_str(b, "route", c->match.route ? c->match.route->pattern : "unmatched");
 	log_int(b, "status", c->status);
-	buf_printf(b, ",\"duration_ms\":%.3f", (double)us / 1000.0);
+	char frac[4] = { (char)('0' + us / 100 % 10), (char)('0' + us / 10 % 10), (char)('0' + us % 10), 0 };
+	buf_puts(b, ",\"duration_ms\":");
+	buf_put_u64(b, us / 1000);
+	buf_putc(b, '.');
+	buf_append(b, frac, 3);
 	log_str(b, "client", c->req.remote_addr ? c->req.remote_addr : "");
 	if (c->who.authenticated)
 		log_str(b, "user", c->who.name);
@@ -310,7 +338,7 @@ void app_handle(struct fcgi_app *app, struct fcgi_exchange *x)
 	if (c.req.request_id != NULL && req_id_valid(c.req.request_id))
 		snprintf(c.rid, sizeof c.rid, "%s", c.req.request_id);
 	else
-		snprintf(c.rid, sizeof c.rid, "%s-%llx", app->rid_prefix, (unsigned long long)++app->rid_counter);
+		app_request_id(app, c.rid);
 	if (rs != REQ_OK)
 		fcgi_reply_error(&c, 400, "bad_request", "%s", why);
 	else
