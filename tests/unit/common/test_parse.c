@@ -81,6 +81,20 @@ static void test_json_escape(void **state)
 	struct buf b = BUF_INIT;
 	log_json_escape(&b, "a\"b\\c\nd\x01\xc3\xa9", 10);
 	assert_string_equal(buf_cstr(&b), "a\\\"b\\\\c\\nd\\u0001\\u00c3\\u00a9");
+	buf_reset(&b);
+	buf_put_u64(&b, 0);
+	buf_putc(&b, ' ');
+	buf_put_u64(&b, 18446744073709551615ULL);
+	buf_putc(&b, ' ');
+	buf_put_i64(&b, -9223372036854775807LL - 1);
+	buf_putc(&b, ' ');
+	buf_put_i64(&b, 42);
+	assert_string_equal(buf_cstr(&b), "0 18446744073709551615 -9223372036854775808 42");
+	buf_reset(&b);
+	log_time(&b);
+	/* 2026-11-29T22:55:43.755Z */
+	assert_int_equal(b.len, 24);
+	assert_true(b.data[4] == '-' && b.data[10] == 'T' && b.data[19] == '.' && b.data[23] == 'Z');
 	buf_free(&b);
 	enum log_level l;
 	assert_true(log_parse_level("WARN", &l) && l == LOG_LVL_WARNING);
