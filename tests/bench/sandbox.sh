@@ -6,7 +6,8 @@
 #   - one run through the zygote: sbx_start -> LOAD/DATA/RUN of a trivial
 #     strategy -> verdict, through the real client library (sbx-drive),
 #     median over the runs after the first (which starts the zygote).
-# Knobs: RUNS (default 40), ZRUNS (default 40).
+# Knobs: RUNS (default 40), ZRUNS (default 40). On a busy machine the
+# spread is large: compare the columns of one run, not runs of different days.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUNS=${RUNS:-40}
@@ -30,11 +31,15 @@ BW=(bwrap --ro-bind /usr /usr --symlink usr/lib /lib --symlink usr/lib64 /lib64 
 # median in ms of one command line (hyperfine, no shell)
 median() {
   local name=$1; shift
-  hyperfine -N -w 3 -r "$RUNS" --export-json "$tmp/h.json" "$*" >/dev/null 2>&1
+  local cmd
+  cmd=$(printf '%q ' "$@")
+  # every variant sees the same minimal environment the sandbox gives
+  env -i PATH=/usr/bin:/bin HOME=/nonexistent LANG=C.UTF-8 OPENBLAS_NUM_THREADS=1 \
+    hyperfine -N -w 3 -r "$RUNS" --export-json "$tmp/h.json" "$cmd" >/dev/null 2>&1
   "$PY" -c 'import json,sys; print("%.2f" % (json.load(open(sys.argv[1]))["results"][0]["median"] * 1000))' "$tmp/h.json"
 }
 
-row() { printf '%-34s %9s %9s %9s %9s %9s\n' "$@"; }
+row() { printf '%-22s %9s %9s %9s %9s %9s\n' "$@"; }
 row "workload (median ms)" bare helper "+helper" bwrap "+bwrap"
 for w in static pass numpy; do
   case $w in
@@ -45,7 +50,7 @@ for w in static pass numpy; do
   b=$(median bare "${cmd[@]}")
   h=$(median helper "$H" --box=1 "${binds[@]}" "${ENVS[@]}" -- "${cmd[@]}")
   bw=$(median bwrap "${BW[@]}" "${bwb[@]}" -- "${cmd[@]}")
-  row "$w: ${cmd[*]:0:3}" "$b" "$h" "$(echo "$h - $b" | bc)" "$bw" "$(echo "$bw - $b" | bc)"
+  row "$w" "$b" "$h" "$(echo "$h - $b" | bc)" "$bw" "$(echo "$bw - $b" | bc)"
 done
 
 # zygote: per-run time through the client library
@@ -66,7 +71,7 @@ import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 bad = [r for r in rows if r.get("status") != "OK"]
 el = [r["elapsed"] * 1000 for r in rows[1:]]
-print("%-34s %9.2f   (first run %.0f ms, %d runs, %d not OK)" % (
-    "run via API, " + sys.argv[2] + ": start->verdict", statistics.median(el), rows[0]["elapsed"] * 1000, len(rows), len(bad)))
+print("%-22s %9.2f ms  (start -> verdict of a trivial strategy; first run %.0f ms; %d runs, %d not OK)" % (
+    "API " + sys.argv[2], statistics.median(el), rows[0]["elapsed"] * 1000, len(rows), len(bad)))
 PYEOF
 done
