@@ -55,10 +55,13 @@ def main():
     ev = []
     c = best(lambda: ev.append(chlib.breakout_detect(closes)), 5)
     t0 = time.perf_counter()
-    rev = ref.detect_breakouts(closes)
+    rev = ref.detect_breakouts(closes, method="sliding")
     r = time.perf_counter() - t0
     assert rev == ev[-1], "breakout events differ from the reference"
     row(f"breakout events (29 assets, {len(rev)} ev)", c, r)
+    t0 = time.perf_counter()
+    assert ref.detect_breakouts(closes, method="rolling") == rev
+    row("  (reference with pandas rolling)", c, time.perf_counter() - t0)
     row("xsec returns (29 assets, h=240)", best(lambda: chlib.xsec_returns(closes, 240), 10),
         best(lambda: ref.xsec_returns(closes, 240), 3))
     row("funding changes (20 assets, h=480)", best(lambda: chlib.xsec_returns(funding, 480, diff=True), 10),

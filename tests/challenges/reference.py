@@ -9,6 +9,7 @@ import math
 import warnings
 
 import numpy as np
+import pandas as pd
 from numpy.lib.stride_tricks import sliding_window_view
 from scipy.stats import rankdata, spearmanr
 from sklearn.linear_model import LogisticRegression
@@ -152,8 +153,19 @@ def xsec_labels(mat, h):
     return lab, (lab >= 0).all(axis=1)
 
 
-def detect_breakouts(mat, L=5760, barrier_pct=25.0, min_range_pct=1.0, max_pending=43200):
-    """Materialised-window version (O(T*L) memory-light via sliding views)."""
+def _ranges(x, L, method):
+    """hi[i], lo[i] = max, min of x[i .. i+L-1] (the range of bar t = i + L)."""
+    if method == "sliding":   # the original's materialised windows, O(T*L)
+        win = sliding_window_view(x[:-1], L)
+        return win.max(axis=1), win.min(axis=1)
+    r = pd.Series(x[:-1]).rolling(L)  # NaN in the window -> NaN, as numpy's max
+    return r.max().to_numpy()[L - 1:], r.min().to_numpy()[L - 1:]
+
+
+def detect_breakouts(mat, L=5760, barrier_pct=25.0, min_range_pct=1.0, max_pending=43200,
+                     method="rolling"):
+    """Breakout events; method "sliding" (numpy windows, O(T*L), as the
+    original) or "rolling" (pandas rolling max/min, for fast tests)."""
     mat = np.asarray(mat, dtype=np.float64)
     T, A = mat.shape
     events = []
@@ -161,9 +173,7 @@ def detect_breakouts(mat, L=5760, barrier_pct=25.0, min_range_pct=1.0, max_pendi
         return events
     for a in range(A):
         x = mat[:, a]
-        win = sliding_window_view(x[:-1], L)  # win[i] = x[i .. i+L-1], range for t = i+L
-        his = win.max(axis=1)
-        los = win.min(axis=1)
+        his, los = _ranges(x, L, method)
         ph = pl = None
         for t in range(L, T):
             p = x[t]
@@ -467,6 +477,27 @@ def _ev_breakout(name, cfg, closes, emb, warmup, hs_abs):
     return _finish(res, wins, [("mean_auc", nanmean(H))])
 
 
+def _row_spearman(E, R, V):
+    """Spearman rho per valid row over the assets with finite score and target
+    (>= 5), NaN otherwise: whole rows at once where everything is finite."""
+    E = np.asarray(E, dtype=np.float64)
+    out = np.full(len(E), np.nan)
+    fin = np.isfinite(E) & np.isfinite(R)
+    full = V & fin.all(axis=1)
+    if full.any():
+        rx = rankdata(E[full], axis=1)
+        ry = rankdata(R[full], axis=1)
+        rx -= rx.mean(axis=1, keepdims=True)
+        ry -= ry.mean(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[full] = (rx * ry).sum(axis=1) / np.sqrt((rx * rx).sum(axis=1) * (ry * ry).sum(axis=1))
+    for i in np.where(V & ~full)[0]:
+        m = fin[i]
+        if m.sum() >= 5:
+            out[i] = _spearman_fast(E[i][m], R[i][m])
+    return out
+
+
 def _ev_xsec(name, cfg, closes, emb, warmup, hs_abs, fields=None):
     fund = cfg["type"] == "funding_xsec"
     av = _available(cfg, closes)
@@ -493,20 +524,12 @@ def _ev_xsec(name, cfg, closes, emb, warmup, hs_abs, fields=None):
     R = ret[warmup:warmup + n_usable]
     V = valid[warmup:warmup + n_usable]
     hs = max(0, hs_abs - warmup)
+    rho = _row_spearman(E, R, V)
     wins = []
     for s, e in windows(260, 4000, n_usable):
         if e - s < 50 or V[s:e].sum() < 50:
             continue
-        rhos = []
-        for i in range(s, e):
-            if not V[i]:
-                continue
-            m = np.isfinite(E[i]) & np.isfinite(R[i])
-            if m.sum() < 5:
-                continue
-            r = _spearman_fast(E[i][m], R[i][m])
-            if np.isfinite(r):
-                rhos.append(r)
+        rhos = [r for r in rho[s:e] if np.isfinite(r)]
         if len(rhos) < 20:
             continue
         wins.append({"start": s, "end": e, "mean_spearman": float(np.mean(rhos)),

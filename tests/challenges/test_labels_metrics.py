@@ -82,16 +82,17 @@ def test_breakout_events_identical(seed):
 def test_breakout_events_small_lookback(seed):
     m = walk(6000, seed, vol=0.004, A=5)
     c = chlib.breakout_detect(m, L=400, max_pending=700)
-    r = ref.detect_breakouts(m, L=400, max_pending=700)
+    r = ref.detect_breakouts(m, L=400, max_pending=700, method="sliding")
     assert len(c) > 20 and c == r
+    assert r == ref.detect_breakouts(m, L=400, max_pending=700, method="rolling")
 
 
 def test_breakout_nan_in_range_mantis(seed):
     m = walk(4000, seed, vol=0.004, A=5)
     m[1000:1003, 2] = np.nan
     c = chlib.breakout_detect(m, L=400)
-    r = ref.detect_breakouts(m, L=400)
-    assert c == r
+    r = ref.detect_breakouts(m, L=400, method="sliding")
+    assert c == r and r == ref.detect_breakouts(m, L=400)
 
 
 # ---- metrics --------------------------------------------------------------
