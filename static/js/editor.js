@@ -154,7 +154,8 @@ export function editor(opts = {}) {
     if (!err) return;
     const line = err.line || 0;
     const col = err.column || 0;
-    const where = line ? `Line ${line}${col ? `, column ${col}` : ''}: ` : '';
+    // the API's message often names the place itself ("... at line 3, column 29: ...")
+    const where = line && !/\bline \d+/i.test(err.message) ? `Line ${line}${col ? `, column ${col}` : ''}: ` : '';
     errBox.append(h('p', null, h('strong', null, where), err.message));
     if (err.detail) errBox.append(h('p', null, err.detail));
     if (err.code) errBox.append(h('p', { class: 'small' }, 'Code: ', h('code', null, err.code)));

@@ -143,7 +143,57 @@ test('the equity and drawdown charts are drawn with data, zoom and hover', async
   assert.equal(await reset.isEnabled(), false, 'zoom reset');
   const dl = page.getByRole('link', { name: 'Download equity (CSV)' });
   assert.equal(await dl.getAttribute('href'), `/runs/${made.runId}/equity`);
+  const [download] = await Promise.all([page.waitForEvent('download'), dl.click()]);
+  const csv = await new Promise((resolve, reject) => {
+    download.createReadStream().then((s) => {
+      let t = '';
+      s.on('data', (d) => { t += d; });
+      s.on('end', () => resolve(t));
+      s.on('error', reject);
+    }, reject);
+  });
+  const lines = csv.trim().split('\n');
+  assert.match(lines[0], /equity/, 'a CSV with a header');
+  assert.equal(lines.length - 1, points, 'one CSV row per point');
   await shot(page, 'run-completed');
+});
+
+test('verify reproducibility from the run page', { timeout: RUN_TIMEOUT }, async () => {
+  assert.ok(made.runId);
+  await open(page, `#/runs/${made.runId}`);
+  await page.getByRole('button', { name: 'Verify reproducibility' }).click();
+  const panel = page.getByTestId('verification');
+  await panel.waitFor({ timeout: 60000 });
+  const text = await panel.textContent();
+  assert.match(text, /byte-identical/, text);
+  await shot(page, 'run-verified');
+});
+
+test('keyboard: skip link, navigation, and leaving the code editor', async () => {
+  await page.reload();
+  await waitRoute(/^\/$/);
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Skip to content');
+  await page.keyboard.press('Enter');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'main', 'the skip link lands on the content');
+  // the navigation is reachable and moves focus to the new page's heading
+  const runsLink = page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Runs' });
+  await runsLink.focus();
+  await page.keyboard.press('Enter');
+  await waitRoute(/^\/runs$/);
+  assert.equal(await page.evaluate(() => document.activeElement.tagName), 'H1');
+  assert.equal(await runsLink.getAttribute('aria-current'), 'page');
+  // in the editor, Tab indents; Esc then Tab moves on to the next field
+  await open(page, '#/strategies/new');
+  const ta = page.getByLabel('Code (Python)');
+  await ta.fill('x = 1\n');
+  await ta.focus();
+  await ta.press('Control+End');
+  await page.keyboard.press('Tab');
+  assert.equal(await ta.inputValue(), 'x = 1\n    ', 'Tab indents by four spaces');
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('Tab');
+  assert.notEqual(await page.evaluate(() => document.activeElement.tagName), 'TEXTAREA', 'Esc, Tab leaves the editor');
 });
 
 test('find it on the leaderboard', async () => {
@@ -182,7 +232,7 @@ test('a broken strategy shows the error at its line', async () => {
   await ed.waitFor({ timeout: 20000 });
   assert.equal((await page.locator('.editor-gutter span.err').textContent()).trim(), '4');
   const msg = await page.locator('.code-error').textContent();
-  assert.match(msg, /Line 4/);
+  assert.match(msg, /line 4/i);
   assert.equal(await page.getByLabel('Code (Python)').getAttribute('aria-invalid'), 'true');
   // the caret was put on the line
   const caretLine = await page.getByLabel('Code (Python)').evaluate((t) => t.value.slice(0, t.selectionStart).split('\n').length);

@@ -260,8 +260,20 @@ export async function render(ctx) {
     }
     if (!isActive(run.status)) body.append(auditPanel(run.audit));
     const ver = run.verify || run.verification;
-    if (ver) {
-      body.append(h('section', { class: 'panel', 'aria-labelledby': 'run-verify' }, h('h2', { id: 'run-verify' }, 'Reproducibility check'), objectList(ver)));
+    if (ver && typeof ver === 'object') {
+      const same = pick(ver, 'identical', 'reproducible', 'match');
+      const vrun = pick(ver, 'verification_run_id');
+      body.append(h('section', { class: 'panel', 'aria-labelledby': 'run-verify', 'data-testid': 'verification' },
+        h('h2', { id: 'run-verify' }, 'Reproducibility check'),
+        h('p', null, h('span', { class: `badge ${same === true ? 'st-completed' : same === false ? 'st-failed' : 'st-unknown'}` },
+          same === true ? 'identical' : same === false ? 'different' : 'pending'), ' ',
+        same === true ? 'Re-executed from the pinned code, dataset and config: metrics and equity curve are byte-identical.'
+          : same === false ? 'Re-executed from the pinned code, dataset and config: the results differ.' : ''),
+        dl([
+          ['First difference', ver.first_difference ? fmtValue('first_difference', ver.first_difference) : null],
+          ['Verification run', vrun ? link(`#/runs/${encodeURIComponent(vrun)}`, shortId(vrun), { title: String(vrun) }) : null],
+          ['Verified', ver.verified_at ? when(ver.verified_at) : null],
+        ])));
     }
     const res = resourcesPanel(run.resources);
     if (res) body.append(res);
