@@ -41,7 +41,8 @@ export const session = { me: null, meLoaded: false };
 
 /** parseHash(): {path, query} of the current fragment. */
 function parseHash() {
-  const raw = location.hash.replace(/^#/, '') || '/';
+  // only "#/..." is a route; any other fragment is an in-page anchor
+  const raw = location.hash.startsWith('#/') ? location.hash.slice(1) : '/';
   const i = raw.indexOf('?');
   const path = (i < 0 ? raw : raw.slice(0, i)).replace(/\/+$/, '') || '/';
   const query = new URLSearchParams(i < 0 ? '' : raw.slice(i + 1));
@@ -282,7 +283,14 @@ export function confirmDialog(title, text, yesLabel = 'Confirm') {
 async function boot() {
   setupSignIn();
   await tokenFromUrl();
-  window.addEventListener('hashchange', render);
+  window.addEventListener('hashchange', () => {
+    if (location.hash === '' || location.hash.startsWith('#/')) render();
+  });
+  // the skip link moves focus to the content without touching the route
+  document.querySelector('a.skip').addEventListener('click', (ev) => {
+    ev.preventDefault();
+    document.getElementById('main').focus();
+  });
   session.ready = loadWho();
   loadVersion();
   render();
