@@ -4,7 +4,7 @@
  *
  * Theory of operation.
  *
- *   main thread ── signalfd (SIGTERM, SIGINT), notify socket, timers
+ *   main thread ── signal pipe (SIGTERM, SIGINT), notify socket, timers
  *     │  heartbeat: every second while busy, renew the leases of this runner
  *     │  cancel:    every RUNNER_TICK_MS while busy, look for cancel requests
  *     │             of our runs and kill their sandboxes (job_cancel)
@@ -27,6 +27,7 @@
  * (the attempt is not counted). A second SIGTERM hands back at once.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
 #include <pthread.h>
@@ -35,7 +36,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -68,6 +68,42 @@ static struct {
 	atomic_uint     busy;
 	atomic_ulong    completed;
 } R = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
+/* Write end of the self-pipe the signal handler writes to. */
+static int sig_pipe_w = -1;
+
+/*
+ * SIGTERM/SIGINT handler: hand the signal number to the main loop. A
+ * handler plus a pipe (not signalfd) keeps the signals unblocked, because a
+ * blocked mask would be inherited by the sandbox helpers the slots start
+ * and stop them from ever seeing the SIGTERM that cancels a run.
+ */
+static void on_signal(int sig)
+{
+	unsigned char b = (unsigned char)sig;
+	int saved = errno;
+	if (write(sig_pipe_w, &b, 1) < 0) {
+		/* pipe full: a signal is already pending */
+	}
+	errno = saved;
+}
+
+/* Install on_signal for SIGTERM and SIGINT; returns the read end or -1. */
+static int signal_pipe(void)
+{
+	int p[2];
+	struct sigaction sa;
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0)
+		return -1;
+	sig_pipe_w = p[1];
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	return p[0];
+}
 
 /* Monotonic milliseconds. */
 static long long now_ms(void)
@@ -238,9 +274,12 @@ static void cancel_listed(const struct buf *ids, int n)
 	const char *p = ids->data;
 	for (int k = 0; k < n; k++, p += strlen(p) + 1) {
 		pthread_mutex_lock(&R.mu);
-		for (unsigned i = 0; i < R.nslots; i++)
-			if (R.slots[i].busy && strcmp(R.slots[i].run_id, p) == 0)
+		for (unsigned i = 0; i < R.nslots; i++) {
+			if (R.slots[i].busy && strcmp(R.slots[i].run_id, p) == 0) {
+				log_run(LOG_LVL_INFO, "cancelling", p, NULL);
 				job_cancel(R.slots[i].ctl, false);
+			}
+		}
 		pthread_mutex_unlock(&R.mu);
 	}
 }
@@ -310,13 +349,13 @@ static int supervise(int sfd, int nfd, int poll_ms, int drain_s)
 			return 1;
 		long long t = now_ms();
 		if (p[0].revents & POLLIN) {
-			struct signalfd_siginfo si;
-			if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+			unsigned char signo;
+			if (read(sfd, &signo, 1) == 1) {
 				if (R.stopping) {
 					drain_until = t;  /* second signal: hand back now */
 				} else {
 					log_msg(LOG_LVL_INFO, "draining", "signal %u: no more claims; %u running",
-						si.ssi_signo, atomic_load(&R.busy));
+						(unsigned)signo, atomic_load(&R.busy));
 					pthread_mutex_lock(&R.mu);
 					R.stopping = true;
 					pthread_cond_broadcast(&R.cv);
@@ -424,13 +463,10 @@ int main(int argc, char **argv)
 	if (mysql_library_init(0, NULL, NULL) != 0)
 		goto out;
 
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	int sfd = signal_pipe();
+	if (sfd < 0)
+		goto out;
 	const char *ndir = config_get(&cfg, "RUNNER_NOTIFY_DIR");
 	nfd = notify_bind(ndir, &npath);
 

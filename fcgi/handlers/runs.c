@@ -443,7 +443,7 @@ void h_runs_list(struct fcgi_ctx *c)
 		return;
 	}
 	struct buf sql = BUF_INIT;
-	struct db_arg args[5];
+	struct db_arg args[6];
 	size_t na = 0;
 	buf_puts(&sql, "SELECT r.id, r.strategy_version_id, r.dataset_version, r.status, CAST(m.score AS CHAR), "
 		       "r.error_code, " RV_TS("r.queued_at") ", " RV_TS("r.completed_at") ", r.attempts, r.seq, "
@@ -465,7 +465,8 @@ void h_runs_list(struct fcgi_ctx *c)
 		buf_puts(&sql, " AND r.dataset_version = ?");
 		args[na++] = DB_ARG_TEXT(dsv);
 	}
-	buf_printf(&sql, " ORDER BY r.seq DESC LIMIT %lld", (long long)limit + 1);
+	buf_puts(&sql, " ORDER BY r.seq DESC LIMIT ?");
+	args[na++] = DB_ARG_INT(limit + 1);
 	char id[40], dv[130], st[16], score[40], ec[40], qa[RV_TS_LEN], ca[RV_TS_LEN], vof[40];
 	struct db_col cols[] = { DB_COL_TEXT(id), DB_COL_INT, DB_COL_TEXT(dv), DB_COL_TEXT(st), DB_COL_TEXT(score),
 				 DB_COL_TEXT(ec), DB_COL_TEXT(qa), DB_COL_TEXT(ca), DB_COL_INT, DB_COL_INT,

@@ -1,0 +1,250 @@
+"""POST /runs, GET /runs[/{id}], cancel, equity, verify, against a real
+runner: queueing, waiting, the original's metric vectors, both strategy
+kinds, failure codes, determinism, pagination and ownership."""
+import json
+import math
+import secrets
+import time
+
+import pytest
+
+from helpers import assert_error
+from runs_helpers import Api, BUY_AND_HOLD, example, metrics_without_runtime, sleeper
+
+RUN_KEYS = {"run_id", "strategy_version_id", "dataset_version", "dataset_hash", "config_hash", "status",
+            "artifacts_dir", "metrics", "code_hash", "params", "error", "audit", "queued_at", "started_at",
+            "completed_at", "runtime_s", "resources"}
+
+
+@pytest.fixture(scope="module")
+def alice(stack):
+    return Api(stack, stack.create_token(role="user"))
+
+
+@pytest.fixture(scope="module")
+def bob(stack):
+    return Api(stack, stack.create_token(role="user"))
+
+
+@pytest.fixture(scope="module")
+def bh(alice):
+    return alice.submit(BUY_AND_HOLD, "buy-and-hold")
+
+
+def submit(api, code, prefix="s"):
+    return api.submit(code, f"{prefix}-{secrets.token_hex(4)}")["strategy_version_id"]
+
+
+def test_buy_and_hold_on_v1_matches_the_original(alice, bh):
+    run = alice.run(bh["strategy_version_id"], dataset_version="v1", expect=200)
+    assert RUN_KEYS <= set(run)
+    assert run["status"] == "completed", run
+    m = run["metrics"]
+    # spec/agenttest.md §3.6, the demo row: 100..104
+    assert m["total_return"] == pytest.approx(0.04, rel=1e-12)
+    assert m["cagr"] == pytest.approx(34.833746, rel=1e-6)
+    assert m["max_drawdown"] == 0
+    assert m["volatility"] == pytest.approx(0.00207383, rel=1e-5)
+    assert m["sharpe"] == pytest.approx(1734.2307, rel=1e-6)
+    assert m["score"] == pytest.approx(34.833746, rel=1e-6)
+    assert run["config_hash"] == "5b9b970e1810a692fa1683f23e450cdfdff1dac62aff136afc113a4d17f748f3"
+    assert run["code_hash"] == bh["code_hash"]
+    assert run["params"] == {}
+    assert run["error"] is None
+    assert run["audit"]["requested"] is True and run["audit"]["passed"] is True
+    assert run["resources"]["verdict"] == "ok"
+    assert run["resources"]["limits"]["memory_bytes"] > 0
+    assert run["runtime_s"] >= 0 and run["queued_at"] and run["completed_at"]
+
+
+def test_run_is_asynchronous_without_wait(alice, bh):
+    r = alice.post("/runs", {"strategy_version_id": bh["strategy_version_id"]})
+    assert r.status == 202, r
+    body = r.json()
+    assert body["status"] in ("queued", "running", "completed")
+    assert r.header("Location") == f"/runs/{body['run_id']}"
+    done = alice.wait_run(body["run_id"])
+    assert done["status"] == "completed"
+    assert done["dataset_version"] == "synth-v1"   # DATASET_VERSION of the stack
+
+
+def test_positions_strategy_completes_with_engine_metrics(alice):
+    vid = submit(alice, example("sma_positions.py"), "sma")
+    run = alice.run(vid, params={"fast": 5, "slow": 20})
+    assert run["status"] == "completed", run
+    m = run["metrics"]
+    for k in ("turnover", "average_exposure", "fees_paid", "liquidation_events"):
+        assert m[k] is not None, k
+    assert all(math.isfinite(v) for v in m.values() if isinstance(v, float))
+    # fee and leverage are part of the configuration of a positions run
+    other = alice.run(vid, params={"fast": 5, "slow": 20}, fee_bps=0)
+    assert other["config_hash"] != run["config_hash"]
+    assert other["metrics"]["fees_paid"] == 0
+
+
+def test_same_job_twice_is_bit_identical(alice, bh, stack):
+    a = alice.run(bh["strategy_version_id"])
+    b = alice.run(bh["strategy_version_id"])
+    assert a["status"] == b["status"] == "completed"
+    assert (a["dataset_hash"], a["code_hash"], a["config_hash"]) == (b["dataset_hash"], b["code_hash"], b["config_hash"])
+    assert metrics_without_runtime(a) == metrics_without_runtime(b)
+    ea = alice.get(f"/runs/{a['run_id']}/equity").body
+    eb = alice.get(f"/runs/{b['run_id']}/equity").body
+    assert ea == eb and ea.startswith(b"step,equity\n")
+    assert ea.count(b"\n") == 10080 + 1
+
+
+def test_verify_reexecutes_and_records(alice, bh):
+    run = alice.run(bh["strategy_version_id"], dataset_version="v1")
+    r = alice.post(f"/runs/{run['run_id']}/verify", {"wait": 30})
+    assert r.status == 200, r
+    body = r.json()
+    assert body["verification"]["identical"] is True
+    assert body["verification"]["first_difference"] is None
+    again = alice.get(f"/runs/{run['run_id']}").json()
+    assert again["verification"]["verification_run_id"] == body["verification_run_id"]
+    # the re-execution is a run of its own, never on the leaderboard
+    v = alice.get(f"/runs/{body['verification_run_id']}").json()
+    assert v["verify_of"] == run["run_id"] and v["status"] == "completed"
+    board = alice.get("/leaderboard?dataset_version=v1&all=1&limit=1000").json()
+    assert body["verification_run_id"] not in [row["run_id"] for row in board]
+
+
+def test_verify_needs_a_completed_run(alice):
+    vid = submit(alice, "def simulate(prices, params):\n    raise ValueError('boom')\n", "boom")
+    run = alice.run(vid, dataset_version="v1")
+    assert_error(alice.post(f"/runs/{run['run_id']}/verify"), 409, "conflict")
+
+
+def test_equity_as_json(alice, bh):
+    run = alice.run(bh["strategy_version_id"], dataset_version="v1")
+    r = alice.get(f"/runs/{run['run_id']}/equity", headers={"Accept": "application/json"})
+    assert r.status == 200 and r.content_type == "application/json"
+    assert r.json()["equity"] == pytest.approx([1.0, 1.01, 1.02, 1.03, 1.04])
+    csv = alice.get(f"/runs/{run['run_id']}/equity").body.decode()
+    assert csv.splitlines()[:3] == ["step,equity", "0,1.0", "1,1.01"]
+
+
+@pytest.mark.parametrize("code,error", [
+    ("def simulate(prices, params):\n    raise KeyError('x')\n", "strategy_error"),
+    ("def simulate(prices, params):\n    return [1.0]\n", "bad_output"),
+    ("def simulate(prices, params):\n    return [float('nan')] * len(prices)\n", "bad_output"),
+    ("def simulate(prices, params):\n    return [2.0] * len(prices)\n", "bad_output"),
+    ("def simulate(prices, params):\n    return None\n", "bad_output"),
+    ("import os\ndef simulate(prices, params):\n    os._exit(3)\n", "crashed"),
+])
+def test_broken_strategies_fail_with_their_code(alice, code, error):
+    vid = submit(alice, code, "broken")
+    run = alice.run(vid, dataset_version="v1")
+    assert run["status"] == "failed", run
+    assert run["error"]["code"] == error, run["error"]
+    assert run["metrics"] is None
+    assert isinstance(run["error"]["message"], str) and run["error"]["message"]
+    # the leaderboard keeps working
+    assert alice.get("/leaderboard?dataset_version=v1").status == 200
+
+
+def test_strategy_error_keeps_the_log_tail(alice):
+    code = "import sys\ndef simulate(prices, params):\n    print('about to fail', file=sys.stderr)\n    raise RuntimeError('nope')\n"
+    run = alice.run(submit(alice, code, "noisy"), dataset_version="v1")
+    assert run["error"]["code"] == "strategy_error"
+    assert "nope" in run["error"]["message"] + run["error"]["log_tail"]
+
+
+def test_lookahead_strategy_fails_the_audit(alice):
+    run = alice.run(submit(alice, example("momentum_lookahead.py"), "peek"))
+    assert run["status"] == "failed"
+    assert run["error"]["code"] == "lookahead_detected"
+    assert run["audit"]["passed"] is False
+
+
+def test_unknown_version_dataset_and_missing_fields(alice, bob, bh):
+    assert_error(alice.post("/runs", {"strategy_version_id": 999999999}), 404, "not_found")
+    assert_error(alice.post("/runs", {"strategy_version_id": bh["strategy_version_id"], "dataset_version": "nope"}),
+                 404, "not_found")
+    assert_error(alice.post("/runs", {}), 400, "missing_field")
+    assert_error(alice.post("/runs", {"strategy_version_id": "1"}), 400, "invalid_field")
+    assert_error(alice.post("/runs", {"strategy_version_id": bh["strategy_version_id"], "params": [1]}),
+                 400, "invalid_field")
+    assert_error(alice.post("/runs", {"strategy_version_id": bh["strategy_version_id"], "wait": 61}),
+                 400, "invalid_field")
+    assert_error(alice.post("/runs", {"strategy_version_id": bh["strategy_version_id"], "asset": "NOPE"}),
+                 400, "invalid_field")
+    # another user's version does not exist for bob
+    assert_error(bob.post("/runs", {"strategy_version_id": bh["strategy_version_id"]}), 404, "not_found")
+    # a server path needs the admin role
+    assert_error(alice.post("/runs", {"strategy_path": "/etc/passwd"}), 403, "forbidden")
+
+
+def test_asset_selection(alice, bh):
+    a = alice.run(bh["strategy_version_id"], asset="ETH")
+    b = alice.run(bh["strategy_version_id"], asset="BTC")
+    assert a["status"] == b["status"] == "completed"
+    assert a["asset"] == "ETH"
+    assert a["metrics"]["total_return"] != b["metrics"]["total_return"]
+
+
+def test_get_run_is_owner_scoped(alice, bob, bh, stack):
+    run = alice.run(bh["strategy_version_id"], dataset_version="v1")
+    assert_error(bob.get(f"/runs/{run['run_id']}"), 404, "not_found")
+    assert_error(bob.get(f"/runs/{run['run_id']}/equity"), 404, "not_found")
+    assert_error(bob.post(f"/runs/{run['run_id']}/cancel"), 404, "not_found")
+    assert_error(bob.post(f"/runs/{run['run_id']}/verify"), 404, "not_found")
+    admin = Api(stack, stack.create_token(role="admin"))
+    assert admin.get(f"/runs/{run['run_id']}").status == 200
+    assert_error(alice.get("/runs/not-a-uuid"), 404, "not_found")
+    assert_error(alice.get("/runs/00000000-0000-4000-8000-000000000000"), 404, "not_found")
+
+
+def test_list_filters_and_cursor_pagination(alice, bob, bh):
+    vid = bh["strategy_version_id"]
+    ids = [alice.run(vid, dataset_version="v1", wait=0)["run_id"] for _ in range(5)]
+    for i in ids:
+        alice.wait_run(i)
+    seen, cursor = [], None
+    while True:
+        path = f"/runs?strategy_version_id={vid}&dataset_version=v1&limit=2" + (f"&cursor={cursor}" if cursor else "")
+        page = alice.get(path).json()
+        assert len(page["runs"]) <= 2
+        seen += [r["run_id"] for r in page["runs"]]
+        cursor = page["next_cursor"]
+        if not cursor:
+            break
+    assert len(seen) == len(set(seen))
+    assert set(ids) <= set(seen)
+    assert seen.index(ids[-1]) < seen.index(ids[0])   # newest first
+    r = alice.get("/runs?status=completed&limit=200")
+    assert r.status == 200, r
+    done = r.json()["runs"]
+    assert all(r["status"] == "completed" for r in done)
+    assert not set(ids) & {r["run_id"] for r in bob.get("/runs?limit=200").json()["runs"]}
+    assert_error(alice.get("/runs?status=bogus"), 400, "invalid_field")
+    assert_error(alice.get("/runs?limit=0"), 400, "invalid_field")
+
+
+def test_cancel_a_running_run_kills_its_sandbox(alice):
+    vid = submit(alice, sleeper(30), "sleepy")
+    run = alice.run(vid, dataset_version="v1", wait=0)
+    alice.wait_status(run["run_id"], "running")
+    t0 = time.monotonic()
+    r = alice.post(f"/runs/{run['run_id']}/cancel?wait=10")
+    assert r.status == 202, r
+    done = alice.wait_run(run["run_id"], timeout=10)
+    assert done["status"] == "cancelled", done
+    assert time.monotonic() - t0 < 5
+    assert_error(alice.post(f"/runs/{run['run_id']}/cancel"), 409, "conflict")
+    assert_error(alice.get(f"/runs/{run['run_id']}/equity"), 409, "conflict")
+
+
+def test_params_reach_the_strategy_and_the_hash(alice):
+    code = ("def simulate(prices, params):\n"
+            "    k = float(params.get('k', 1.0))\n"
+            "    p0 = prices[0]\n"
+            "    return [1.0 + k * (p / p0 - 1.0) for p in prices]\n")
+    vid = submit(alice, code, "scaled")
+    one = alice.run(vid, dataset_version="v1", params={"k": 1})
+    two = alice.run(vid, dataset_version="v1", params={"k": 2})
+    assert two["metrics"]["total_return"] == pytest.approx(2 * one["metrics"]["total_return"])
+    assert one["config_hash"] != two["config_hash"]
+    assert two["params"] == {"k": 2}
+    assert json.dumps(one["params"]) == '{"k": 1}'
