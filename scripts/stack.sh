@@ -98,6 +98,8 @@ load_config() {
   export AGENTTEST_FCGI_SOCKET=$FCGI_SOCKET
   export MANTIS_HOST=$HOST MANTIS_PORT=$PORT MANTIS_RATE_LIMIT_RPM=$RATE_RPM
   export AGENTTEST_BODY_LIMIT=$BODY_LIMIT
+  # The repository's migrations, wherever stack.sh is run from.
+  export AGENTTEST_SQL_DIR=${AGENTTEST_SQL_DIR:-$REPO/sql}
   [ -z "$AUTH_TOKEN" ] || export MANTIS_AUTH_TOKEN=$AUTH_TOKEN
   [ -z "$WORKERS" ] || export AGENTTEST_WORKERS=$WORKERS
 }

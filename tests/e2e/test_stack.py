@@ -3,6 +3,7 @@
 import os
 import re
 import shutil
+import signal
 import subprocess
 
 from conftest import REPO, Stack
@@ -100,3 +101,71 @@ def test_refuses_invalid_stack_settings():
         assert r.returncode == 1, (key, r.stdout, r.stderr)
         assert key in r.stderr, r.stderr
         assert status == [], status
+
+
+def test_run_foreground_stops_everything_on_ctrl_c():
+    s = Stack("run")
+    proc = subprocess.Popen([str(REPO / "scripts" / "stack.sh"), "run"], env=s.base_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if "is up at" in line or proc.poll() is not None:
+                break
+        assert any(f"http://127.0.0.1:{s.port}" in l for l in lines), lines
+        s.info = s.read_env()
+        assert s.get("/health").status == 200
+        pids = {c: s.pid(c) for c in ("mariadb", "pool", "nginx")}
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=90)
+        assert proc.returncode == 130, rest
+        for c, pid in pids.items():
+            assert not os.path.exists(f"/proc/{pid}") or \
+                open(f"/proc/{pid}/stat").read().split()[2] == "Z", f"{c} still runs"
+        assert not (s.var / "stack.env").exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        s.started = True
+        s.stop()
+
+
+def test_install_renders_a_valid_production_site(tmp_path):
+    dest = tmp_path / "dest"
+    r = subprocess.run([str(REPO / "scripts" / "install-data.sh"), str(dest), "/usr/local"],
+                       env={**os.environ, "AGENTTEST_NGINX_LISTEN": "127.0.0.1:1"},
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    unit = (dest / "usr/local/lib/systemd/system/agenttest-fcgi.service").read_text()
+    assert "@" not in unit.replace("@system-service", "").replace("@privileged", "").replace("@resources", "")
+    assert "ExecStart=/usr/local/bin/agenttest-fcgi" in unit
+    assert (dest / "etc/agenttest/agenttest.conf").stat().st_mode & 0o077 == 0o040
+    site = dest / "etc/nginx/sites-available/agenttest.conf"
+    text = site.read_text()
+    assert "fastcgi_pass agenttest_pool" in text and "unix:/run/agenttest/fcgi.sock" in text
+    assert "limit_req zone=agenttest_perip burst=60 nodelay" in text
+    # The site must load inside an http block (as Debian's nginx.conf includes it).
+    t = tmp_path / "t"
+    t.mkdir()
+    main = t / "nginx.conf"
+    main.write_text(
+        f"pid {t}/nginx.pid;\nerror_log stderr;\nevents {{}}\nhttp {{\n"
+        f"client_body_temp_path {t}/b; fastcgi_temp_path {t}/f; proxy_temp_path {t}/p;\n"
+        f"scgi_temp_path {t}/s; uwsgi_temp_path {t}/u;\ninclude {site};\n}}\n")
+    r = subprocess.run(["nginx", "-t", "-q", "-p", str(t), "-c", str(main), "-e", "stderr"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    # A second install keeps edited files and writes .new next to them.
+    site.write_text(text + "# edited\n")
+    r = subprocess.run([str(REPO / "scripts" / "install-data.sh"), str(dest), "/usr/local"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert site.read_text().endswith("# edited\n")
+    assert (site.parent / "agenttest.conf.new").exists()
+
+
+def test_renderer_refuses_directive_injection(tmp_path):
+    r = subprocess.run(["/usr/bin/python3", str(REPO / "nginx" / "render.py"),
+                        str(REPO / "nginx" / "agenttest-site.conf.in"),
+                        "LISTEN=80; include /etc/passwd"], capture_output=True, text=True)
+    assert r.returncode == 2 and "unsafe value for LISTEN" in r.stderr
