@@ -15,7 +15,10 @@
  */
 #include "evaluator/backtest.h"
 
+#include <errno.h>
 #include <math.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -458,11 +461,11 @@ static int bt_full(struct bt_ctx *c)
 	c->raw = xcalloc(rq->n, sizeof *c->raw);
 	if (bt_call(c, rq->n, NAN, c->raw) < 0)
 		return -1;
-	res->equity = xcalloc(rq->n, sizeof *res->equity);
 	if (res->kind == BT_KIND_SIMULATE) {
-		memcpy(res->equity, c->raw, rq->n * sizeof *c->raw);
+		res->equity = c->raw; /* shared: freed once, by bt_result_free */
 		return bt_check_equity(c, res->equity, rq->n);
 	}
+	res->equity = xcalloc(rq->n, sizeof *res->equity);
 	res->positions = xcalloc(rq->n, sizeof *res->positions);
 	memcpy(res->positions, c->raw, rq->n * sizeof *c->raw);
 	enum ev_err e = engine_run(&rq->engine, rq->prices, res->positions, rq->n, res->equity, &res->engine);
@@ -490,6 +493,54 @@ static enum ev_err bt_verdict_err(const struct sbx_verdict *v)
 	}
 }
 
+/* Metrics, positions figures, the non-finite check. */
+static void bt_metrics(struct bt_ctx *c)
+{
+	struct bt_result *res = c->res;
+	metrics_compute(res->equity, res->n, c->rq->bars_per_year, &res->metrics);
+	if (res->kind == BT_KIND_POSITIONS)
+		metrics_add_positions(&res->metrics, &res->engine.pos);
+	int bad = metrics_first_non_finite(&res->metrics);
+	if (bad >= 0) {
+		char v[PYREPR_MAX];
+		pyrepr_double(res->metrics.v[bad], v);
+		bt_fail(c, EV_NON_FINITE_METRIC, "metric %s is not finite (%s)", metric_name((enum metric_id)bad), v);
+		bt_extra(c, "metric", json_object_new_string(metric_name((enum metric_id)bad)));
+	}
+}
+
+/* Thread body: metrics, then the caller's on_output hook. Touches only
+ * c->res (the other thread waits for the host's EOF meanwhile). */
+static void *bt_score_thread(void *arg)
+{
+	struct bt_ctx *c = arg;
+	bt_metrics(c);
+	if (c->res->err == EV_OK && c->rq->on_output)
+		c->rq->on_output(c->rq->on_output_arg, c->res);
+	return NULL;
+}
+
+/* After BYE: wait (bounded by the deadline) until the host closes its
+ * stdout, i.e. has exited; anything it still sends is discarded. */
+static void bt_wait_eof(struct bt_ctx *c)
+{
+	char sink[4096];
+	struct proto_conn *pc = &c->conn;
+	for (;;) {
+		ssize_t r = read(pc->rfd, sink, sizeof sink);
+		if (r > 0 || (r < 0 && errno == EINTR))
+			continue;
+		if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+			return;
+		struct pollfd p[2] = { { .fd = pc->rfd, .events = POLLIN }, { .fd = pc->logfd, .events = POLLIN } };
+		double left = pc->deadline - proto_now();
+		if (left <= 0 || poll(p, pc->logfd >= 0 ? 2 : 1, (int)(left * 1000) + 1) < 0)
+			return;
+		if (pc->logfd >= 0 && p[1].revents)
+			proto_drain_log(pc, 0);
+	}
+}
+
 /* Stop the host, collect the verdict, settle the final error. */
 static void bt_finish(struct bt_ctx *c)
 {
@@ -499,8 +550,21 @@ static void bt_finish(struct bt_ctx *c)
 		return;
 	if (!failed && proto_send(&c->conn, PROTO_BYE, NULL, 0, NULL, 0) != PROTO_OK)
 		failed = 1;
-	if (failed)
+	if (failed) {
 		sbx_kill(&c->run);
+	} else {
+		/* score (and let the caller write artifacts) on a second thread
+		 * while this one times the interpreter's exit */
+		double t_bye = proto_now();
+		pthread_t th;
+		int threaded = pthread_create(&th, NULL, bt_score_thread, c) == 0;
+		if (!threaded)
+			bt_score_thread(c);
+		bt_wait_eof(c);
+		res->timing.shutdown_s = proto_now() - t_bye;
+		if (threaded)
+			pthread_join(th, NULL);
+	}
 	/* the host's last words (its stderr) before the pipes go */
 	proto_drain_log(&c->conn, failed ? 0.5 : 2.0);
 	if (sbx_finish(&c->run, &res->verdict) < 0)
@@ -550,22 +614,6 @@ static void bt_finish(struct bt_ctx *c)
 	}
 }
 
-/* Metrics, positions figures, the non-finite check. */
-static void bt_metrics(struct bt_ctx *c)
-{
-	struct bt_result *res = c->res;
-	metrics_compute(res->equity, res->n, c->rq->bars_per_year, &res->metrics);
-	if (res->kind == BT_KIND_POSITIONS)
-		metrics_add_positions(&res->metrics, &res->engine.pos);
-	int bad = metrics_first_non_finite(&res->metrics);
-	if (bad >= 0) {
-		char v[PYREPR_MAX];
-		pyrepr_double(res->metrics.v[bad], v);
-		bt_fail(c, EV_NON_FINITE_METRIC, "metric %s is not finite (%s)", metric_name((enum metric_id)bad), v);
-		bt_extra(c, "metric", json_object_new_string(metric_name((enum metric_id)bad)));
-	}
-}
-
 /* Check the request's own fields. 0 or -1. */
 static int bt_validate(struct bt_ctx *c)
 {
@@ -593,11 +641,10 @@ enum ev_err bt_run(const struct bt_request *rq, struct bt_result *res)
 	if (bt_validate(&c) == 0 && bt_start(&c, t0) == 0 && bt_load(&c) == 0 && bt_full(&c) == 0 && rq->audit)
 		bt_audit(&c);
 	bt_finish(&c);
-	if (res->err == EV_OK)
-		bt_metrics(&c);
 	proto_conn_free(&c.conn);
 	buf_free(&c.meta);
-	free(c.raw);
+	if (c.raw != res->equity)
+		free(c.raw);
 	free(c.scratch);
 	res->timing.total_s = proto_now() - t0;
 	return res->err;

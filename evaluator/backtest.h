@@ -45,6 +45,8 @@ const char *bt_kind_name(enum bt_kind k);
 /* Parse a kind name; -1 if unknown. */
 int bt_kind_parse(const char *s);
 
+struct bt_result;
+
 struct bt_request {
 	const char       *code;          /* strategy source (not NUL-terminated) */
 	size_t            code_len;      /* <= BT_MAX_CODE */
@@ -57,6 +59,12 @@ struct bt_request {
 	int               audit;         /* run the causality audit */
 	uint64_t          audit_seed;    /* seeds the pseudo-random cut points */
 	struct sbx_spec   sbx;           /* mode, limits, box id */
+	/* Optional: called once the output is complete, validated and scored
+	 * (metrics filled), while the host is still shutting down, so the
+	 * caller's artifact writing overlaps the interpreter's exit. The run
+	 * can still fail afterwards (bad verdict): the caller must then undo. */
+	void            (*on_output)(void *arg, const struct bt_result *res);
+	void             *on_output_arg;
 };
 
 struct bt_audit {
@@ -76,6 +84,7 @@ struct bt_timing {
 	double load_s;    /* the strategy module's own execution (host-measured) */
 	double host_s;    /* sum of host-measured time per call (list, call, convert) */
 	double audit_s;   /* wall time of the audit */
+	double shutdown_s; /* BYE to the host's exit (interpreter teardown) */
 };
 
 struct bt_result {

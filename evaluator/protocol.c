@@ -265,6 +265,13 @@ enum proto_status proto_recv(struct proto_conn *c, struct proto_hdr *h, struct b
 
 void proto_drain_log(struct proto_conn *c, double wait)
 {
+	if (wait <= 0) {
+		if (c->logfd >= 0 && pc_read_log(c) < 0) {
+			(void)close(c->logfd);
+			c->logfd = -1;
+		}
+		return;
+	}
 	double until = proto_now() + wait;
 	while (c->logfd >= 0) {
 		if (pc_wait(c, -1, 0, until) != PROTO_OK)

@@ -113,7 +113,8 @@ enum proto_status proto_send(struct proto_conn *c, uint16_t type, const void *me
 enum proto_status proto_recv(struct proto_conn *c, struct proto_hdr *h, struct buf *meta,
 			     void *body, uint32_t max_meta, uint32_t body_cap);
 
-/* Read whatever stderr the host has left (until EOF or `wait` seconds). */
+/* Read whatever stderr the host has left (until EOF or `wait` seconds;
+ * wait <= 0: only what is there now, without blocking). */
 void proto_drain_log(struct proto_conn *c, double wait);
 
 /* Seconds on CLOCK_MONOTONIC. */

@@ -76,24 +76,30 @@ static size_t pr_layout(int neg, const char *digs, int nd, int decpt, char *out)
 	return n;
 }
 
-/* Decimal digits of v (v > 0) into digs, trailing zeros stripped; returns
- * the count and stores the number of digits before stripping in *len. */
-static int pr_digits(uint64_t v, char *digs, int *len)
+static const char pr_pairs[201] =
+	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	"8081828384858687888990919293949596979899";
+
+/* Write the 8 decimal digits of v (< 10^8) into d[0..8), 32-bit math. */
+static void pr_digits8(uint32_t v, char *d)
 {
-	char tmp[24];
-	int n = 0;
-	while (v > 0) {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
+	for (int i = 6; i >= 0; i -= 2) {
+		uint32_t r = v % 100;
+		v /= 100;
+		d[i] = pr_pairs[2 * r];
+		d[i + 1] = pr_pairs[2 * r + 1];
 	}
-	*len = n;
-	int start = 0;
-	while (start < n - 1 && tmp[start] == '0')
-		start++;
-	int nd = 0;
-	for (int i = n - 1; i >= start; i--)
-		digs[nd++] = tmp[i];
-	return nd;
+}
+
+/* The 17 decimal digits of v (10^16 <= v < 10^17) into q[0..17). */
+static void pr_digits17(uint64_t v, char q[17])
+{
+	uint64_t hi = v / 100000000u;           /* 9 digits */
+	uint32_t lo = (uint32_t)(v % 100000000u);
+	q[0] = (char)('0' + hi / 100000000u);
+	pr_digits8((uint32_t)(hi % 100000000u), q + 1);
+	pr_digits8(lo, q + 9);
 }
 
 struct pr_scaled {
@@ -140,7 +146,10 @@ static int pr_fast(double x, char *digs, int *decpt)
 	int e = bexp - 1075;
 	if (e > 0 || e < -72)
 		return 0;
-	int k = 16 - (int)floor(log10(x));
+	/* floor(log10(x)) from the binary exponent (78913 / 2^18 ~ log10(2));
+	 * off by at most one, which the loop below corrects. */
+	int e2 = bexp - 1023;
+	int k = 16 - ((e2 * 78913) >> 18);
 	struct pr_scaled s;
 	s.sh = 2 - e;
 	s.even = (m & 1) == 0;
@@ -164,37 +173,57 @@ static int pr_fast(double x, char *digs, int *decpt)
 		s.w_lo = (frac == 0 && bexp > 1) ? p10k : p10k << 1;
 		break;
 	}
-	/* j = 0: the nearer of Q and Q+1 is always inside the interval. */
-	uint64_t best = 0;
-	int bestj = -1;
+	/* Grid steps c = 10^j from fine to coarse; j = 0 always has a point
+	 * (the nearer of Q and Q+1) inside the interval, and validity is
+	 * monotone in j, so stop at the first step without one. qm = Q mod c
+	 * comes from Q's digits, so the loop needs no division. */
+	char q[17];
+	pr_digits17(s.Q, q);
+	uint64_t qm = 0;
+	int bestj = 0, bestup = 0;
 	for (int j = 0; j <= 17; j++) {
 		uint64_t c = pr_pow10[j];
-		uint64_t qm = s.Q % c;
+		if (j > 0)
+			qm += (uint64_t)(q[17 - j] - '0') * pr_pow10[j - 1];
 		u128 dlo = 0, dhi = 0;
 		int lo = pr_ok_below(&s, qm, &dlo);
 		int hi = pr_ok_above(&s, c - qm, &dhi);
 		if (!lo && !hi)
 			break;
-		uint64_t below = s.Q - qm;
-		uint64_t pick;
+		int up;
 		if (lo && hi) {
-			if (dlo < dhi)
-				pick = below;
-			else if (dhi < dlo)
-				pick = below + c;
-			else
-				pick = ((below / c) % 2 == 0) ? below : below + c;
+			if (dlo != dhi)
+				up = dhi < dlo;
+			else /* a tie: the even last digit */
+				up = j < 17 && (q[16 - j] - '0') % 2 == 1;
 		} else {
-			pick = lo ? below : below + c;
+			up = hi;
 		}
-		best = pick / c;
 		bestj = j;
+		bestup = up;
 	}
-	if (bestj < 0)
-		return 0;
-	int len;
-	int nd = pr_digits(best, digs, &len);
-	*decpt = len + bestj - k;
+	int nd = 17 - bestj;
+	*decpt = 17 - k;
+	memcpy(digs, q, (size_t)nd);
+	if (bestup) {
+		int i = nd - 1;
+		while (i >= 0 && digs[i] == '9')
+			digs[i--] = '0';
+		if (i < 0) {
+			digs[0] = '1';
+			nd = 1;
+			(*decpt)++;
+		} else {
+			digs[i]++;
+		}
+	}
+	if (nd == 0) { /* the coarsest step rounded everything away: 10^17 */
+		digs[0] = '1';
+		nd = 1;
+		(*decpt)++;
+	}
+	while (nd > 1 && digs[nd - 1] == '0')
+		nd--;
 	return nd;
 }
 

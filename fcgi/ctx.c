@@ -243,12 +243,13 @@ void fcgi_reply_db_error(struct fcgi_ctx *c, enum db_status st)
 		fcgi_add_header(c, "Retry-After", "1");
 		return;
 	}
+	if (st == DB_DUPLICATE) {
+		fcgi_reply_error(c, 409, "conflict", "the resource already exists");
+		return;
+	}
 	log_msg(LOG_LVL_ERROR, "db_error", "request %s: %s", c->rid,
 	        c->app->db ? db_error(c->app->db) : "no database");
-	if (st == DB_DUPLICATE)
-		fcgi_reply_error(c, 409, "conflict", "the resource already exists");
-	else
-		fcgi_reply_error(c, 500, "internal", "internal error (request %s)", c->rid);
+	fcgi_reply_error(c, 500, "internal", "internal error (request %s)", c->rid);
 }
 
 void fcgi_add_header(struct fcgi_ctx *c, const char *name, const char *value)

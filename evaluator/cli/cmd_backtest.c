@@ -309,6 +309,8 @@ struct bt_run_ctx {
 	char             config_hash[HASH_HEX_LEN + 1];
 	char             run_id[37];
 	char             artdir[4096];
+	int              art_rc;     /* exit status of the artifact writer, -1: not run */
+	double           art_s;      /* seconds spent writing artifacts */
 };
 
 /* Open the dataset, pick the asset and the version label. 0 or exit status. */
@@ -396,6 +398,27 @@ static int bt_write_artifacts(struct bt_run_ctx *x, const struct bt_result *res)
 	return 0;
 }
 
+/* on_output hook: write the artifacts while the host exits. */
+static void bt_on_output(void *arg, const struct bt_result *res)
+{
+	struct bt_run_ctx *x = arg;
+	double t = proto_now();
+	x->art_rc = bt_write_artifacts(x, res);
+	x->art_s = proto_now() - t;
+}
+
+/* Remove the artifacts of a run that failed after they were written. */
+static void bt_remove_artifacts(struct bt_run_ctx *x)
+{
+	static const char *const names[] = { "equity.csv", "positions.csv", "host.log" };
+	char path[4200];
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		snprintf(path, sizeof path, "%s/%s", x->artdir, names[i]);
+		(void)unlink(path);
+	}
+	(void)rmdir(x->artdir);
+}
+
 /* Print the run result on stdout. */
 static void bt_print_result(struct bt_run_ctx *x, const struct bt_result *res, double cli_s)
 {
@@ -423,13 +446,15 @@ static void bt_print_result(struct bt_run_ctx *x, const struct bt_result *res, d
 	bt_audit_json(&b, &res->audit);
 	bt_kv_str(&b, "artifacts_dir", x->artdir, 0);
 	bt_kv_str(&b, "sandbox", x->o.trusted ? "trusted" : "confined", 0);
-	double py = res->timing.startup_s + res->timing.load_s + res->timing.host_s;
+	double py = res->timing.startup_s + res->timing.load_s + res->timing.host_s + res->timing.shutdown_s;
 	buf_puts(&b, ",\"timing\":{\"cli_s\":");
 	cj_write_double(&b, cli_s);
 	bt_kv_num(&b, "startup_s", res->timing.startup_s);
 	bt_kv_num(&b, "load_s", res->timing.load_s);
 	bt_kv_num(&b, "host_s", res->timing.host_s);
 	bt_kv_num(&b, "audit_s", res->timing.audit_s);
+	bt_kv_num(&b, "shutdown_s", res->timing.shutdown_s);
+	bt_kv_num(&b, "artifacts_s", x->art_s);
 	bt_kv_num(&b, "python_s", py);
 	bt_kv_num(&b, "overhead_s", cli_s - py);
 	buf_puts(&b, "}}\n");
@@ -458,12 +483,20 @@ static int bt_execute(struct bt_run_ctx *x, double t0)
 				     .memory_bytes = (uint64_t)(x->o.memory_mb * 1048576.0) } },
 	};
 	memcpy(&rq.audit_seed, x->code_hash, sizeof rq.audit_seed);
+	rq.on_output = bt_on_output;
+	rq.on_output_arg = x;
+	x->art_rc = -1;
 	struct bt_result res;
 	if (bt_run(&rq, &res) != EV_OK) {
+		if (x->art_rc >= 0)
+			bt_remove_artifacts(x);
 		rc = bt_print_error(&res);
 	} else if ((rc = bt_config_hash(x, res.kind)) == 0) {
-		metrics_set(&res.metrics, MET_RUNTIME_S, proto_now() - t0);
-		if ((rc = bt_write_artifacts(x, &res)) == 0)
+		/* like the original: runtime_s covers everything but the artifacts */
+		metrics_set(&res.metrics, MET_RUNTIME_S, proto_now() - t0 - (x->art_s > 0 ? x->art_s : 0));
+		if (x->art_rc < 0)
+			bt_on_output(x, &res);
+		if ((rc = x->art_rc) == 0)
 			bt_print_result(x, &res, proto_now() - t0);
 	}
 	bt_result_free(&res);
