@@ -82,6 +82,10 @@ int sbx_supervise(struct sbx_watch *w, struct sbx_verdict *v);
 /* Make SIGTERM/SIGINT cancel the run being supervised in this process
  * (status SG, message "cancelled"); SIGPIPE is ignored. */
 void sbx_supervise_signals(void);
+/* Forget a cancellation that arrived between runs (the zygote helper
+ * serves many runs; a late SIGTERM for a finished run must not cancel the
+ * next one). */
+void sbx_supervise_reset_cancel(void);
 
 /* ---- shared empty network namespace (netns.c) ------------------------- */
 /* An fd of the persistent empty network namespace (created on first use),

@@ -65,6 +65,9 @@ struct sup {
 	struct seccomp_notif_resp *resp;
 	bool     exec_done;
 	char     logged[200];   /* --seccomp-log: names seen */
+	bool     reaped;        /* without pidfd: wait4 already done */
+	int      status;
+	struct rusage ru;
 };
 
 static volatile sig_atomic_t cancel_flag;
@@ -74,6 +77,11 @@ static void on_cancel(int sig)
 {
 	(void)sig;
 	cancel_flag = 1;
+}
+
+void sbx_supervise_reset_cancel(void)
+{
+	cancel_flag = 0;
 }
 
 void sbx_supervise_signals(void)
@@ -288,8 +296,10 @@ static bool poll_round(struct sup *s)
 {
 	struct pollfd p[6];
 	int n = 0, ip = -1, in_i[2] = { -1, -1 }, to_i[2] = { -1, -1 }, nt = -1;
-	p[n] = (struct pollfd){ .fd = s->pidfd, .events = POLLIN };
-	ip = n++;
+	if (s->pidfd >= 0) {
+		p[n] = (struct pollfd){ .fd = s->pidfd, .events = POLLIN };
+		ip = n++;
+	}
 	for (int i = 0; i < 2; i++) {
 		struct relay *r = &s->rel[i];
 		if (r->in >= 0 && r->len == r->off) {
@@ -326,6 +336,12 @@ static bool poll_round(struct sup *s)
 	double cpu = run_cpu(s);
 	if (cpu > s->w->limits.cpu_seconds)
 		kill_run(s, KR_TIME);
+	if (ip < 0) {   /* no pidfd (old kernel, valgrind): poll the wait status */
+		pid_t r = wait4(s->w->pid, &s->status, WNOHANG, &s->ru);
+		if (r == s->w->pid || (r < 0 && errno != EINTR))
+			s->reaped = true;
+		return s->reaped;
+	}
 	return rc > 0 && (p[ip].revents & POLLIN);
 }
 
@@ -387,20 +403,23 @@ int sbx_supervise(struct sbx_watch *w, struct sbx_verdict *v)
 		kill_run(&s, KR_INTERNAL);
 	}
 	s.pidfd = (int)syscall(SYS_pidfd_open, w->pid, 0);
-	if (s.pidfd < 0) {
+	if (s.pidfd < 0 && errno != ENOSYS)
 		kill_run(&s, KR_INTERNAL);
-	} else {
-		while (!poll_round(&s))
-			;
-	}
+	while (!poll_round(&s))
+		;
 	drain(&s);
-	pid_t r;
-	do
-		r = wait4(w->pid, &status, 0, &ru);
-	while (r < 0 && errno == EINTR);
-	if (r < 0) {
-		rc = -1;
-		s.why = KR_INTERNAL;
+	if (s.reaped) {
+		status = s.status;
+		ru = s.ru;
+	} else {
+		pid_t r;
+		do
+			r = wait4(w->pid, &status, 0, &ru);
+		while (r < 0 && errno == EINTR);
+		if (r < 0) {
+			rc = -1;
+			s.why = KR_INTERNAL;
+		}
 	}
 	conclude(&s, status, &ru, v);
 	for (int i = 0; i < 2; i++) {

@@ -238,8 +238,13 @@ static void serve_run(struct zsup *z, const struct sbx_zreq *rq, int *fds)
 	for (int i = 0; i < ncg; i++)
 		sfds[SBX_ZSPAWN_FDS + i] = cfds[i];
 	int32_t pid = 0;
-	if (send_fds(z->zsock, &sp, sizeof sp, sfds, SBX_ZSPAWN_FDS + ncg) < 0 ||
-	    read(z->zsock, &pid, sizeof pid) != (ssize_t)sizeof pid) {
+	ssize_t got = -1;
+	if (send_fds(z->zsock, &sp, sizeof sp, sfds, SBX_ZSPAWN_FDS + ncg) == 0) {
+		do   /* a cancellation (SIGTERM) may interrupt the wait */
+			got = read(z->zsock, &pid, sizeof pid);
+		while (got < 0 && errno == EINTR);
+	}
+	if (got != (ssize_t)sizeof pid) {
 		snprintf(err, sizeof err, "the zygote is gone");
 		kill(z->zpid, SIGKILL);
 		z->zpid = -1;
@@ -303,6 +308,7 @@ int sbx_zygote_main(int ctl_fd, const struct sbx_root_opts *root, bool no_cgroup
 	}
 	for (;;) {
 		struct sbx_zreq rq;
+		memset(&rq, 0, sizeof rq);
 		int fds[4] = { -1, -1, -1, -1 }, nfds = 0;
 		ssize_t n = recv_fds(ctl_fd, &rq, sizeof rq, fds, 4, &nfds);
 		if (n <= 0)
@@ -312,6 +318,7 @@ int sbx_zygote_main(int ctl_fd, const struct sbx_root_opts *root, bool no_cgroup
 			close_all(fds, nfds);
 			continue; /* malformed: the client gets EOF on its verdict pipe */
 		}
+		sbx_supervise_reset_cancel();
 		serve_run(&z, &rq, fds);
 		if (z.zpid < 0)
 			break;

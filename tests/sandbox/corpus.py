@@ -332,10 +332,15 @@ def helper_table(helper, prog, tmpdir):
     rows = [("ok", ["--"], "OK"), ("exit3", [], "RE"), ("segv", [], "SG"), ("spin", ["--cpu=0.5"], "TO"),
             ("sleep", ["--wall=0.5"], "TO"), ("alloc", ["--mem=64M"], "ML"), ("socket", [], "SY"),
             ("flood", ["--output=1M"], "OL"), ("execve", [], "SY"), ("missing", [], "XX"),
-            ("badopt", ["--mem=-5"], "XX")]
+            ("badopt", ["--mem=-5"], "XX"),
+            # rlimits-only fallback: the allocation fails inside (RE), the record says why
+            ("alloc", ["--mem=64M", "--no-cgroup"], "RE"),
+            # debug mode: the socket call is let through and named in warnings
+            ("socket", ["--seccomp-log"], "OK"),
+            ("ok", ["--netns=fresh"], "OK")]
     out = []
-    for name, opts, want in rows:
-        meta = os.path.join(tmpdir, "meta-" + name)
+    for i, (name, opts, want) in enumerate(rows):
+        meta = os.path.join(tmpdir, "meta-%d-%s" % (i, name))
         opts = [o for o in opts if o != "--"]
         target = prog if name != "missing" else "/nonexistent/prog"
         cmd = [helper, "--box=%d" % 7, "--meta=" + meta, "--bind=" + bindir] + opts + ["--", target, name]
@@ -350,9 +355,15 @@ def helper_table(helper, prog, tmpdir):
         ok = ok and p.returncode == want_rc
         if name == "exit3":
             ok = ok and rec.get("exitcode") == "3"
-        if name == "socket" or name == "execve":
-            ok = ok and rec.get("syscall") == ("socket" if name == "socket" else "execve")
-        out.append(("helper_" + name, ok, "rc=%d %s %s" % (p.returncode, rec, p.stderr.decode()[-300:])))
+        if name in ("socket", "execve") and want == "SY":
+            ok = ok and rec.get("syscall") == name
+        if "--no-cgroup" in opts:
+            ok = ok and "rlimits only" in rec.get("warnings", "")
+        if "--seccomp-log" in opts:
+            ok = ok and "seccomp-log: socket" in rec.get("warnings", "")
+        label = "helper_" + name + "".join(o.split("=")[0].replace("--", "_").replace("-", "_") for o in opts
+                                           if o in ("--no-cgroup", "--seccomp-log", "--netns=fresh"))
+        out.append((label, ok, "rc=%d %s %s" % (p.returncode, rec, p.stderr.decode()[-300:])))
     return out
 
 
@@ -447,6 +458,33 @@ def main():
         if not fail and not os.path.exists(os.path.join(wb, "mine.txt")):
             fail = "the run could not write its own work dir: " + r.get("log", "")[-300:]
         results.append(("oneshot", "workdir_isolation", fail is None, fail or "", 0))
+    # a dead zygote is replaced: kill the pool's helpers between runs
+    if not only or "zygote_restart" in only:
+        ok_src = os.path.join(tmpdir, "src", "plain.py")
+        with open(ok_src, "w") as f:
+            f.write(RET)
+        menv = dict(env)
+        menv["AGENTTEST_SANDBOX_ZYGOTE"] = "1"
+        rs = run_drive(args.drive, [ok_src, ok_src, ok_src], menv, ["--kill-helpers"])
+        fail = None
+        for r in rs:
+            fail = fail or judge("restart", r, {"OK"}, None, lis)
+        if not fail and "zygote" not in rs[-1].get("warnings", ""):
+            fail = "last run did not go through a (restarted) zygote: " + rs[-1].get("warnings", "")
+        results.append(("zygote", "zygote_restart", fail is None, fail or "", 0))
+    # cancellation (sbx_kill) ends a run that would sleep for a minute
+    if not only or "cancel" in only:
+        slp = os.path.join(tmpdir, "src", "cancel_me.py")
+        with open(slp, "w") as f:
+            f.write("import time\ntime.sleep(60)\n" + RET)
+        for mode in ("zygote", "oneshot"):
+            menv = dict(env)
+            menv["AGENTTEST_SANDBOX_ZYGOTE"] = "1" if mode == "zygote" else "0"
+            r = run_drive(args.drive, [slp], menv, ["--wall=60", "--cpu=60", "--cancel-after=1"])[0]
+            fail = judge("cancel", r, {"SG"}, None, lis)
+            if not fail and ("cancelled" not in r.get("message", "") or r.get("time_wall", 99) > 10):
+                fail = "not cancelled promptly: %s %s" % (r.get("message"), r.get("time_wall"))
+            results.append((mode, "cancel", fail is None, fail or "", 0))
     # side effects
     time.sleep(0.2)
     results.append(("harness", "no_connection_arrived", not lis.hits, "hits: %s" % lis.hits, 0))

@@ -4,7 +4,8 @@
  * and the benchmark.
  *
  *   sbx-drive [--trusted] [--cpu=S] [--wall=S] [--mem=BYTES] [--box=N]
- *             [--bars=N] [--repeat=K] [--prestart] [--workdir=DIR] FILE...
+ *             [--bars=N] [--repeat=K] [--prestart] [--workdir=DIR]
+ *             [--cancel-after=S] [--kill-helpers] FILE...
  *
  * For every FILE (a Python strategy), in order and in this one process (so
  * the zygote pool is shared between them): sbx_start, LOAD the source, DATA
@@ -32,6 +33,8 @@
 
 struct opts {
 	struct sbx_spec spec;
+	double cancel_after;   /* > 0: sbx_kill this many seconds after start */
+	bool kill_helpers;     /* SIGKILL our own child processes between runs */
 	unsigned bars;
 	unsigned repeat;
 	bool prestart;
@@ -199,6 +202,10 @@ static int one_run(const struct opts *o, const char *path)
 		prices[i] = 100.0 + (double)(i % 17) * 0.5 - (double)(i % 5) * 0.25;
 	char runmeta[64];
 	snprintf(runmeta, sizeof runmeta, "{\"bars\":%u,\"params\":{}}", o->bars);
+	if (o->cancel_after > 0) {
+		usleep((useconds_t)(o->cancel_after * 1e6));
+		sbx_kill(&run);
+	}
 	bool ok = send_frame(run.to_host, 0x01, "{\"kind\":\"auto\"}", src, slen) &&
 	          send_frame(run.to_host, 0x02, NULL, prices, o->bars * sizeof *prices) &&
 	          send_frame(run.to_host, 0x03, runmeta, NULL, 0);
@@ -256,6 +263,28 @@ static int one_run(const struct opts *o, const char *path)
 	return 0;
 }
 
+/* SIGKILL every child process of ours (between runs these are only the
+ * zygote helpers of the library's pool): the next run must survive it. */
+static void kill_children(void)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	for (char *p = buf, *end; *p; p = end) {
+		long pid = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		if (pid > 0)
+			kill((pid_t)pid, SIGKILL);
+	}
+	usleep(100000);
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = { .bars = 100, .repeat = 1 };
@@ -274,6 +303,8 @@ int main(int argc, char **argv)
 		else if (strncmp(a, "--repeat=", 9) == 0) o.repeat = (unsigned)atoi(a + 9);
 		else if (strcmp(a, "--prestart") == 0) o.prestart = true;
 		else if (strncmp(a, "--workdir=", 10) == 0) o.spec.rw_workdir = a + 10;
+		else if (strncmp(a, "--cancel-after=", 15) == 0) o.cancel_after = atof(a + 15);
+		else if (strcmp(a, "--kill-helpers") == 0) o.kill_helpers = true;
 		else { fprintf(stderr, "sbx-drive: unknown option %s\n", a); return 2; }
 	}
 	if (o.prestart) {
@@ -283,7 +314,10 @@ int main(int argc, char **argv)
 	}
 	int rc = 0;
 	for (unsigned k = 0; k < o.repeat; k++)
-		for (int j = i; j < argc; j++)
+		for (int j = i; j < argc; j++) {
+			if (o.kill_helpers && (k > 0 || j > i))
+				kill_children();
 			rc |= one_run(&o, argv[j]);
+		}
 	return rc;
 }

@@ -135,6 +135,9 @@ def serve(in_fd=0, out_fd=1):
             prices = np.frombuffer(body, dtype="<f8")
         elif ftype == frames.CHECK:  # parse only, never run (check.py)
             chan.send(frames.CHECKED, check.check(body))
+        elif ftype == 0x10:  # STREAM: lockstep signal streaming (stream.py)
+            from . import stream
+            stream.run(chan, meta, body)
         elif ftype == frames.RUN:
             if strat is None:
                 chan.send(frames.ERROR, {"code": "internal", "type": "ProtocolError",

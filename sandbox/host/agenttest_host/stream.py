@@ -1,0 +1,227 @@
+"""Lockstep streaming of a signal strategy (Featurizer/Predictor) against the
+runner, over shared memory (the STREAM request of docs/protocol.md).
+
+Theory of operation. The runner creates a memfd, lays out a control page,
+an embedding slot and preallocated, append-only data columns (timestamps, a
+T x A close matrix, a T x 5 OHLCV block per asset, derivative columns), and
+passes the fd into the sandbox (fd 3). The STREAM frame carries the layout
+(meta) and the strategy source (body). We map the control page and the slot
+read-write and the data read-only, load the code, answer STREAMING
+{warmup, compute_interval}, then loop:
+
+    wait until seq_r == k           (the runner wrote bars 0..t, then t, then seq_r)
+    compute(view at t) when due, predict(features) every step
+    write the float32 row into the slot, its length, then seq_h = k
+
+The runner writes bar t+1 only after it has read row t back, so no future
+bar exists in this process. Waiting spins for spin_us on the sequence word
+and then sleeps on it with futex(2) (via ctypes), after raising a "sleeping"
+flag that tells the other side to issue a FUTEX_WAKE; a full barrier (an
+uncontended lock round trip, a locked instruction) separates our store of
+seq_h from our load of the runner's flag. The runner ends with cmd = DONE;
+we answer STREAM_DONE {steps, compute_calls, strategy_s} and return to the
+request loop. A strategy exception sets status = 1, sends an ERROR frame,
+then publishes seq_h.
+"""
+import ctypes
+import json
+import linecache
+import mmap
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+
+from . import frames
+from .errors import error_meta, STRATEGY_FILE
+
+STREAM, STREAMING, STREAM_DONE = 0x10, 0x90, 0x91
+
+# control page (u32 word indexes; i64 index for t and the counters)
+W_SEQ_R, W_CMD, Q_T, W_RSLEEP = 16, 17, 9, 20
+W_SEQ_H, W_STATUS, W_DIM, W_HSLEEP, Q_STRAT_NS, Q_COMPUTES = 32, 33, 34, 35, 18, 19
+CMD_STEP, CMD_DONE = 0, 1
+SLOT_OFFSET = 4096
+MAGIC = b"ATSTRM01"
+
+_SYS_FUTEX = {"x86_64": 202, "aarch64": 98}.get(os.uname().machine)
+FUTEX_WAIT, FUTEX_WAKE = 0, 1
+
+
+class _Timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+class _Futex:
+    """futex(2) on words of the shared mapping (None when unavailable: then
+    waiting degrades to sched_yield polling)."""
+
+    def __init__(self, mm):
+        self.ok = False
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            self._sys = libc.syscall
+            self._sys.restype = ctypes.c_long
+            self._words = {w: ctypes.c_uint32.from_buffer(mm, w * 4) for w in (W_SEQ_R, W_SEQ_H)}
+            self._addr = {w: ctypes.addressof(v) for w, v in self._words.items()}
+            self._ts = _Timespec(0, 100 * 1000 * 1000)
+            self.ok = _SYS_FUTEX is not None
+        except (OSError, AttributeError, TypeError, ValueError):
+            self.ok = False
+
+    def wait(self, word, val):
+        self._sys(_SYS_FUTEX, ctypes.c_void_p(self._addr[word]), FUTEX_WAIT,
+                  ctypes.c_uint32(val), ctypes.byref(self._ts), None, 0)
+
+    def wake(self, word):
+        self._sys(_SYS_FUTEX, ctypes.c_void_p(self._addr[word]), FUTEX_WAKE, 1, None, None, 0)
+
+
+def _load_classes(source):
+    from agenttest.featurizer import find_signal_classes
+    code = compile(bytes(source), STRATEGY_FILE, "exec", dont_inherit=True)
+    text = bytes(source).decode("utf-8", "replace")
+    linecache.cache[STRATEGY_FILE] = (len(text), None, text.splitlines(True), STRATEGY_FILE)
+    env = {"__name__": "strategy", "__file__": STRATEGY_FILE, "__builtins__": __builtins__}
+    exec(code, env)
+    fcls, pcls = find_signal_classes(env)
+    return fcls(), pcls()
+
+
+def _buffers(mm_data, meta, data_off):
+    from agenttest.view import MarketBuffers
+    T = int(meta["T"])
+    assets = list(meta["assets"])
+    A = len(assets)
+
+    def arr(off, dtype, shape):
+        return np.frombuffer(mm_data, dtype=dtype, count=int(np.prod(shape)),
+                             offset=int(off) - data_off).reshape(shape)
+
+    closes = arr(meta["closes"], "<f8", (T, A))
+    ohlcv = {a: arr(meta["ohlcv"][a], "<f8", (T, 5)) for a in assets}
+    ts = arr(meta["ts"], "<i8", (T,))
+    cg = {a: {f: arr(off, "<f8", (T,)) for f, off in fields.items()}
+          for a, fields in dict(meta.get("cg") or {}).items()}
+    return MarketBuffers(assets, closes, ohlcv, ts, cg, length=T)
+
+
+def run(chan, meta, body):
+    """Serve one STREAM request (see the module comment)."""
+    t0 = time.perf_counter()
+    fd = int(meta["fd"])
+    size, data_off, max_dim = int(meta["size"]), int(meta["data_offset"]), int(meta["max_dim"])
+    mm = mmap.mmap(fd, data_off, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    mm_data = mmap.mmap(fd, size - data_off, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ,
+                        offset=data_off)
+    os.close(fd)
+    if mm[:8] != MAGIC:
+        raise frames.ProtocolError("STREAM: bad shared memory")
+    u32 = memoryview(mm).cast("I")
+    q = memoryview(mm).cast("q")
+    slot = np.frombuffer(mm, dtype=np.float32, count=max_dim, offset=SLOT_OFFSET)
+    bufs = _buffers(mm_data, meta, data_off)
+    try:
+        feat, pred = _load_classes(body)
+        warmup = int(getattr(feat, "warmup", 0))
+        ci = int(getattr(feat, "compute_interval", 1))
+        feat.setup(list(bufs.assets), bufs.length)
+    except BaseException as exc:  # noqa: B902
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        chan.send(frames.ERROR, error_meta(exc, "load", "strategy_error"))
+        return
+    chan.send(STREAMING, {"warmup": warmup, "compute_interval": ci,
+                          "load_s": time.perf_counter() - t0})
+    fx = _Futex(mm)
+    _loop(chan, u32, q, slot, max_dim, bufs, feat, pred, ci, fx, float(meta.get("spin_us", 50)) * 1e-6)
+
+
+def _fail(chan, u32, seq, fx, exc, phase, code):
+    meta = error_meta(exc, phase, code) if code != "bad_output" else {
+        "code": code, "type": "OutputError", "message": str(exc), "traceback": [], "phase": phase}
+    u32[W_STATUS] = 1
+    chan.send(frames.ERROR, meta)
+    u32[W_SEQ_H] = seq
+    if fx.ok:
+        fx.wake(W_SEQ_H)
+
+
+def _loop(chan, u32, q, slot, max_dim, bufs, feat, pred, ci, fx, spin_s):
+    from agenttest.view import CausalView
+    perf = time.perf_counter
+    perf_ns = time.perf_counter_ns
+    fence_lock = threading.Lock()
+    acquire, release = fence_lock.acquire, fence_lock.release
+    futex_ok = fx.ok
+    compute, predict = feat.compute, pred.predict
+    asarray, f32 = np.asarray, np.float32
+    phase = "compute"
+    seq = 0
+    cache = None
+    cache_t = -999999
+    strat_ns = 0
+    computes = 0
+    steps = 0
+    while True:
+        seq = (seq + 1) & 0xFFFFFFFF
+        # ---- wait for the runner's step
+        if u32[W_SEQ_R] != seq:
+            deadline = perf() + spin_s
+            n = 0
+            while u32[W_SEQ_R] != seq:
+                n += 1
+                if n & 31 == 0 and perf() > deadline:
+                    while u32[W_SEQ_R] != seq:
+                        u32[W_HSLEEP] = 1
+                        acquire()
+                        release()
+                        cur = u32[W_SEQ_R]
+                        if cur != seq:
+                            if futex_ok:
+                                fx.wait(W_SEQ_R, cur)
+                            else:
+                                os.sched_yield()
+                        u32[W_HSLEEP] = 0
+                    break
+        if u32[W_CMD] == CMD_DONE:
+            break
+        t = q[Q_T]
+        try:
+            a = perf_ns()
+            if cache is None or (t - cache_t) >= ci:
+                phase = "compute"
+                cache = compute(CausalView(bufs, t))
+                cache_t = t
+                computes += 1
+            phase = "predict"
+            out = predict(cache)
+            strat_ns += perf_ns() - a
+            phase = "output"
+            row = asarray(out, dtype=f32).ravel()
+        except BaseException as exc:  # noqa: B902
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            code = "bad_output" if phase == "output" else "strategy_error"
+            if code == "bad_output":
+                exc = ValueError("predict() output at t=%d is not an array of numbers (%s)" % (t, exc))
+            _fail(chan, u32, seq, fx, exc, phase, code)
+            return
+        n = row.shape[0]
+        if n > max_dim:
+            _fail(chan, u32, seq, fx, ValueError("embedding at t=%d has %d values, more than the maximum %d"
+                                                 % (t, n, max_dim)), "output", "bad_output")
+            return
+        slot[:n] = row
+        u32[W_DIM] = n
+        u32[W_SEQ_H] = seq
+        steps += 1
+        acquire()
+        release()
+        if u32[W_RSLEEP] and futex_ok:
+            fx.wake(W_SEQ_H)
+    q[Q_STRAT_NS] = strat_ns
+    q[Q_COMPUTES] = computes
+    chan.send(STREAM_DONE, {"steps": steps, "compute_calls": computes, "strategy_s": strat_ns / 1e9})
