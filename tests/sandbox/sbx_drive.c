@@ -218,6 +218,7 @@ static int one_run(const struct opts *o, const char *path)
 		json_object_object_add(f, "type", json_object_new_int(type));
 		json_object_object_add(f, "meta", meta ? meta : json_object_new_object());
 		json_object_object_add(f, "body_len", json_object_new_int64(blen));
+		json_object_object_add(f, "at", json_object_new_double(now() - t0));
 		json_object_array_add(frames, f);
 		want--;
 		if (type == 0x8F && want == 1)
