@@ -189,6 +189,10 @@ export async function render(ctx) {
     if (run.status === 'completed') {
       actions.append(h('a', { class: 'button', href: `/runs/${encodeURIComponent(id)}/equity`, download: `run-${id}-equity.csv` }, 'Download equity (CSV)'));
       actions.append(h('button', { type: 'button', on: { click: verify } }, 'Verify reproducibility'));
+      if (run.dataset_version && !run.verify_of) {
+        actions.append(h('a', { class: 'button', href: `#/leaderboards/dataset/${encodeURIComponent(run.dataset_version)}` },
+          'Leaderboard'));
+      }
     }
   }
 
@@ -259,6 +263,9 @@ export async function render(ctx) {
       chartsPanel(ctx, id, cbox);
     }
     if (!isActive(run.status)) body.append(auditPanel(run.audit));
+    if (run.status === 'completed' && run.audit && run.audit.passed !== true && !run.verify_of) {
+      body.append(h('p', { class: 'warn' }, 'Only runs that passed the causality audit are ranked on the leaderboard.'));
+    }
     const ver = run.verify || run.verification;
     if (ver && typeof ver === 'object') {
       const same = pick(ver, 'identical', 'reproducible', 'match');
