@@ -88,7 +88,7 @@ export async function render(ctx) {
     h('a', { class: 'button primary', href: '#/strategies/new' }, 'Submit a strategy')));
   const top = h('div', { class: 'grid' });
   const data = h('div');
-  const latest = h('div', { class: 'grid' });
+  const latest = h('div');
   root.append(top, data, latest);
 
   let last = '';
