@@ -353,6 +353,8 @@ void config_free(struct config *cfg)
 	free(cfg->raw);
 	dburl_free(&cfg->db);
 	free(cfg->path);
+	if (cfg->database_url != NULL)
+		sodium_memzero(cfg->database_url, strlen(cfg->database_url)); /* may hold a password */
 	free(cfg->database_url);
 	free(cfg->secret_file);
 	free(cfg->fcgi_socket);
