@@ -25,9 +25,14 @@
  * falls back to clone, whose flags we can inspect), opening for writing and
  * changes to the file system (EACCES / EROFS) unless a writable work
  * directory was asked for, unknown ioctls (ENOTTY), prctl other than
- * thread names (EPERM), prlimit64 that sets limits (EPERM). W^X: mmap,
- * mprotect with both PROT_WRITE and PROT_EXEC are violations, as is
- * pkey_mprotect and memfd_create (write-then-map-exec).
+ * thread names (EPERM), prlimit64 that sets limits (EPERM).
+ *
+ * W^X, strictly: no executable memory can be created after the exec.
+ * mprotect may never add PROT_EXEC (so write-then-flip fails too), mmap
+ * may be executable only when it maps a file and is not writable (the
+ * dynamic loader loading an extension module from the read-only root);
+ * pkey_mprotect and memfd_create are violations, and every writable mount
+ * is noexec, so no file the run wrote can be mapped executable.
  *
  * Compiling takes a few milliseconds of CPU, a large part of a one-shot
  * run's setup, so the helper keeps each compiled variant in a root-only
@@ -113,17 +118,18 @@ static void rule(scmp_filter_ctx ctx, bool *ok, uint32_t action, const char *nam
 /* The argument-filtered rules. */
 static void arg_rules(scmp_filter_ctx ctx, bool *ok, const struct sbx_policy_opts *o)
 {
-	const uint32_t wx = PROT_WRITE | PROT_EXEC;
-	/* W^X: allowed unless both bits are set; both set takes the default */
-	struct scmp_arg_cmp not_wx = SCMP_A2(SCMP_CMP_MASKED_EQ, wx, PROT_WRITE);
-	struct scmp_arg_cmp not_wx2 = SCMP_A2(SCMP_CMP_MASKED_EQ, wx, PROT_EXEC);
-	struct scmp_arg_cmp not_wx3 = SCMP_A2(SCMP_CMP_MASKED_EQ, wx, 0);
-	const char *mem[] = { "mmap", "mprotect" };
-	for (int i = 0; i < 2; i++) {
-		rule(ctx, ok, SCMP_ACT_ALLOW, mem[i], 1, &not_wx);
-		rule(ctx, ok, SCMP_ACT_ALLOW, mem[i], 1, &not_wx2);
-		rule(ctx, ok, SCMP_ACT_ALLOW, mem[i], 1, &not_wx3);
-	}
+	/* No new executable memory after the exec: mprotect never adds
+	 * PROT_EXEC; mmap may map executable only from a file (the dynamic
+	 * loader mapping an extension module) and never writable+executable.
+	 * Anything else takes the default action (a violation). */
+	struct scmp_arg_cmp no_x = SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0);
+	rule(ctx, ok, SCMP_ACT_ALLOW, "mprotect", 1, &no_x);
+	rule(ctx, ok, SCMP_ACT_ALLOW, "mmap", 1, &no_x);
+	struct scmp_arg_cmp file_x[2] = {
+		SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_WRITE | PROT_EXEC, PROT_EXEC),
+		SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS, 0),
+	};
+	rule(ctx, ok, SCMP_ACT_ALLOW, "mmap", 2, file_x);
 	/* threads only: CLONE_THREAD set, no namespace flag; other clones EPERM */
 	struct scmp_arg_cmp thr = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD | NS_FLAGS, CLONE_THREAD);
 	rule(ctx, ok, SCMP_ACT_ALLOW, "clone", 1, &thr);

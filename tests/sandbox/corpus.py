@@ -168,6 +168,18 @@ CASES = {
         "m = mmap.mmap(-1, 4096)\nbuf = (ctypes.c_char * 4096).from_buffer(m)\n"
         "r = libc.mprotect(ctypes.addressof(buf), 4096, 7)\n" + escaped_if("r == 0", "mprotect W+X"), ["SY"],
         check=lambda r, h: r["syscall"] == "mprotect"),
+    "mprotect_flip_rx": case(
+        "import ctypes, mmap\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "m = mmap.mmap(-1, 4096)\nm.write(b'\\xc3')\nbuf = (ctypes.c_char * 4096).from_buffer(m)\n"
+        "r = libc.mprotect(ctypes.addressof(buf), 4096, 5)\n" + escaped_if("r == 0", "flipped to R+X"), ["SY"],
+        check=lambda r, h: r["syscall"] == "mprotect"),
+    "mmap_anon_exec": case(
+        "import mmap\nm = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_EXEC)\n"
+        "raise RuntimeError('ESCAPED: anonymous executable mapping')\n", ["SY"],
+        check=lambda r, h: r["syscall"] == "mmap"),
+    "ctypes_callback": case(
+        "import ctypes\nctypes.CFUNCTYPE(ctypes.c_int)(lambda: 0)\n"
+        "raise RuntimeError('ESCAPED: libffi closure (W+X)')\n", ["SY"]),
     "memfd_exec": case("import os\nos.memfd_create('x')\nraise RuntimeError('ESCAPED: memfd')\n", ["SY"]),
     "bpf_syscall": case(
         "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall(321, 0, 0, 0)\n", ["SY"],
