@@ -98,7 +98,7 @@ static void __attribute__((noreturn)) child(const struct sbx_oneshot *o, int net
 		sbx_child_die(sync_w, "program %s not found in the box", o->argv[0]);
 	struct sbx_final f = {
 		.box_id = o->box_id, .limits = o->limits, .has_cgroup = has_cg,
-		.writable = o->root.workdir != NULL, .fd_in = 0, .fd_out = out_w,
+		.writable = o->root.workdir != NULL || o->root.tmp_bytes, .fd_in = 0, .fd_out = out_w,
 		.fd_err = err_w, .sync_fd = sync_w, .ack_fd = ack_r, .bpf = &bpf,
 	};
 	if (!sbx_confine_final(&f, err, sizeof err))
@@ -137,7 +137,7 @@ static void close2(int *p)
 int sbx_oneshot_run(struct sbx_oneshot *o, struct sbx_verdict *v, char *err, size_t errlen)
 {
 	struct sbx_bpf bpf;
-	struct sbx_policy_opts po = { .writable = o->root.workdir != NULL, .notify = true };
+	struct sbx_policy_opts po = { .writable = o->root.workdir != NULL || o->root.tmp_bytes, .notify = true };
 	int sync[2] = { -1, -1 }, ack[2] = { -1, -1 }, rout[2] = { -1, -1 }, rerr[2] = { -1, -1 };
 	int rc = -1, cgfd = -1, listener = -1, netfd = -1;
 	struct sbx_cgroup *cg = NULL;

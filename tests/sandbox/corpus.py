@@ -349,7 +349,10 @@ def helper_table(helper, prog, tmpdir):
             ("alloc", ["--mem=64M", "--no-cgroup"], "RE"),
             # debug mode: the socket call is let through and named in warnings
             ("socket", ["--seccomp-log"], "OK"),
-            ("ok", ["--netns=fresh"], "OK")]
+            ("ok", ["--netns=fresh"], "OK"),
+            # a private /tmp only when asked for
+            ("tmpwrite", ["--tmp=1M"], "OK"),
+            ("tmpwrite", [], "RE")]
     out = []
     for i, (name, opts, want) in enumerate(rows):
         meta = os.path.join(tmpdir, "meta-%d-%s" % (i, name))
@@ -374,7 +377,7 @@ def helper_table(helper, prog, tmpdir):
         if "--seccomp-log" in opts:
             ok = ok and "seccomp-log: socket" in rec.get("warnings", "")
         label = "helper_" + name + "".join(o.split("=")[0].replace("--", "_").replace("-", "_") for o in opts
-                                           if o in ("--no-cgroup", "--seccomp-log", "--netns=fresh"))
+                                           if o in ("--no-cgroup", "--seccomp-log", "--netns=fresh", "--tmp=1M"))
         out.append((label, ok, "rc=%d %s %s" % (p.returncode, rec, p.stderr.decode()[-300:])))
     return out
 

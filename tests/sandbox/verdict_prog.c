@@ -1,13 +1,14 @@
 /*
  * verdict_prog: a tiny static program for the helper's verdict table
  * (tests/sandbox/corpus.py, "helper" suite). argv[1] selects a behaviour:
- * ok, exit3, segv, spin, sleep, alloc, socket, flood, execve.
+ * ok, exit3, segv, spin, sleep, alloc, socket, flood, execve, tmpwrite.
  */
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 int main(int argc, char **argv)
@@ -46,6 +47,10 @@ int main(int argc, char **argv)
 		char *av[] = { argv[0], (char *)"ok", NULL };
 		execve(argv[0], av, NULL);
 		return 7;
+	}
+	if (strcmp(m, "tmpwrite") == 0) {
+		int fd = open("/tmp/x", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		return fd >= 0 && write(fd, "x", 1) == 1 ? 0 : 8;
 	}
 	return 9;
 }
