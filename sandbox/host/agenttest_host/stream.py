@@ -199,6 +199,7 @@ def _loop(chan, u32, q, slot, max_dim, bufs, feat, pred, ci, fx, spin_s):
             phase = "predict"
             out = predict(cache)
             strat_ns += perf_ns() - a
+            q[Q_STRAT_NS] = strat_ns
             phase = "output"
             row = asarray(out, dtype=f32).ravel()
         except BaseException as exc:  # noqa: B902

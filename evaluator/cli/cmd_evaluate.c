@@ -1,0 +1,209 @@
+/*
+ * agenttest evaluate: walk-forward evaluation of a signal strategy
+ * (Featurizer/Predictor classes) on a MANTIS challenge.
+ *
+ *   agenttest evaluate --challenge NAME --strategy FILE [--dataset DIR]
+ *       [--days-back N] [--holdout-days N] [--mode mantis|strict]
+ *       [--dev-only] [--trusted] [--cpu-seconds S] [--memory-mb M]
+ *
+ * The bars are streamed into the sandboxed strategy host one at a time
+ * (evaluator/stream.c); labels, windows and metrics are computed here.
+ * Prints the result dictionary as one JSON object on stdout; a failed or
+ * refused evaluation prints {"error","code","detail",...} on stderr and
+ * exits 1 (usage 2, internal 3). --dataset defaults to $DATASET_DIR.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "evaluator/cli/commands.h"
+#include "evaluator/dataset.h"
+#include "evaluator/stream.h"
+#include "xalloc.h"
+
+int cmd_evaluate(int argc, char **argv);
+
+struct ev_opts {
+	const char *challenge, *strategy, *dataset;
+	double days_back, holdout_days, cpu_seconds, memory_mb;
+	int mode, trusted, dev_only;
+};
+
+/* Usage text on out. */
+static void ev_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: agenttest evaluate --challenge NAME --strategy FILE [--dataset DIR]\n"
+		"           [--days-back N] [--holdout-days N] [--mode mantis|strict] [--dev-only]\n"
+		"           [--trusted] [--cpu-seconds S] [--memory-mb M]\n"
+		"Defaults: --dataset $DATASET_DIR, --days-back 60, --holdout-days 20, --mode strict.\n"
+		"--dev-only streams and scores the dev period only (the holdout is never sent).\n"
+		"--trusted runs the strategy without the sandbox (your own code only).\n"
+		"See docs/challenges.md and docs/sdk.md.\n");
+}
+
+/* Parse a finite number in [lo, hi]; 0 or -1. */
+static int ev_num(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* Parse argv; 0, or an exit status (help: -1). */
+static int ev_parse(int argc, char **argv, struct ev_opts *o)
+{
+	static const struct option lo[] = {
+		{ "challenge", required_argument, NULL, 'c' }, { "strategy", required_argument, NULL, 's' },
+		{ "dataset", required_argument, NULL, 'd' }, { "days-back", required_argument, NULL, 'b' },
+		{ "holdout-days", required_argument, NULL, 'H' }, { "mode", required_argument, NULL, 'm' },
+		{ "dev-only", no_argument, NULL, 'D' }, { "trusted", no_argument, NULL, 'T' },
+		{ "cpu-seconds", required_argument, NULL, 'C' }, { "memory-mb", required_argument, NULL, 'M' },
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
+	*o = (struct ev_opts){ .days_back = 60, .holdout_days = 20, .mode = CH_MODE_STRICT,
+			       .dataset = getenv("DATASET_DIR") };
+	int ch;
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (ch) {
+		case 'c': o->challenge = optarg; break;
+		case 's': o->strategy = optarg; break;
+		case 'd': o->dataset = optarg; break;
+		case 'D': o->dev_only = 1; break;
+		case 'T': o->trusted = 1; break;
+		case 'b':
+			if (ev_num(optarg, 0, 3650, &o->days_back) < 0)
+				return cli_error(CLI_USAGE, "invalid_field", "--days-back needs a number of days in [0, 3650]");
+			break;
+		case 'H':
+			if (ev_num(optarg, 0, 3650, &o->holdout_days) < 0)
+				return cli_error(CLI_USAGE, "invalid_field", "--holdout-days needs a number of days in [0, 3650]");
+			break;
+		case 'm':
+			if ((o->mode = ch_mode_parse(optarg)) < 0)
+				return cli_error(CLI_USAGE, "invalid_field", "--mode must be strict or mantis");
+			break;
+		case 'C':
+			if (ev_num(optarg, 1, 86400, &o->cpu_seconds) < 0)
+				return cli_error(CLI_USAGE, "invalid_field", "--cpu-seconds needs a number in [1, 86400]");
+			break;
+		case 'M':
+			if (ev_num(optarg, 64, 65536, &o->memory_mb) < 0)
+				return cli_error(CLI_USAGE, "invalid_field", "--memory-mb needs a number in [64, 65536]");
+			break;
+		case 'h':
+			ev_usage(stdout);
+			return -1;
+		default:
+			ev_usage(stderr);
+			return cli_error(CLI_USAGE, "bad_request", "unknown or incomplete option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind != argc)
+		return cli_error(CLI_USAGE, "bad_request", "unexpected argument '%s'", argv[optind]);
+	if (!o->challenge || !o->strategy) {
+		ev_usage(stderr);
+		return cli_error(CLI_USAGE, "missing_field", "--challenge and --strategy are required");
+	}
+	if (!o->dataset || !*o->dataset)
+		return cli_error(CLI_USAGE, "missing_field", "--dataset (or $DATASET_DIR) is required");
+	return 0;
+}
+
+/* Read a whole regular file of at most max bytes. 0 or -1 (msg). */
+static int ev_read(const char *path, size_t max, char **out, size_t *len, char *msg, size_t msglen)
+{
+	int rc = -1;
+	char *data = NULL;
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(msg, msglen, "cannot read strategy file %s: %s", path, fd < 0 ? strerror(errno) : "not a regular file");
+		goto out;
+	}
+	if ((uint64_t)st.st_size > max) {
+		snprintf(msg, msglen, "strategy file %s is larger than %zu bytes", path, max);
+		goto out;
+	}
+	data = xmalloc((size_t)st.st_size + 1);
+	size_t got = 0;
+	while (got < (size_t)st.st_size) {
+		ssize_t r = read(fd, data + got, (size_t)st.st_size - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			snprintf(msg, msglen, "reading %s: %s", path, r < 0 ? strerror(errno) : "short read");
+			goto out;
+		}
+		got += (size_t)r;
+	}
+	data[got] = '\0';
+	*out = data;
+	*len = got;
+	data = NULL;
+	rc = 0;
+out:
+	free(data);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+int cmd_evaluate(int argc, char **argv)
+{
+	struct ev_opts o;
+	char msg[512];
+	char *code = NULL;
+	size_t code_len = 0;
+	struct dataset *ds = NULL;
+	json_object *out = NULL;
+	int rc = ev_parse(argc, argv, &o);
+	if (rc != 0)
+		return rc < 0 ? CLI_OK : rc;
+	if (ev_read(o.strategy, STREAM_MAX_CODE, &code, &code_len, msg, sizeof msg) < 0) {
+		rc = cli_error(CLI_FAILED, "invalid_field", "%s", msg);
+		goto out;
+	}
+	enum ds_err de;
+	ds = ds_open(o.dataset, 0, &de, msg, sizeof msg);
+	if (!ds) {
+		rc = cli_error(CLI_FAILED, ds_errcode(de), "%s", msg);
+		goto out;
+	}
+	struct stream_eval_opts eo = {
+		.challenge = o.challenge, .mode = (enum ch_mode)o.mode, .days_back = o.days_back,
+		.holdout_days = o.holdout_days, .dev_only = o.dev_only, .code = code, .code_len = code_len,
+		.sbx = { .mode = o.trusted ? SBX_TRUSTED : SBX_CONFINED, .box_id = 0 },
+	};
+	eo.sbx.limits.cpu_seconds = o.cpu_seconds;
+	eo.sbx.limits.memory_bytes = (uint64_t)(o.memory_mb * 1048576.0);
+	enum ev_err e = stream_evaluate(ds, &eo, &out);
+	const char *text = json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (e != EV_OK) {
+		fprintf(stderr, "%s\n", text);
+		rc = e == EV_INTERNAL ? CLI_INTERNAL : CLI_FAILED;
+	} else {
+		printf("%s\n", text);
+		rc = CLI_OK;
+	}
+out:
+	json_object_put(out);
+	if (ds)
+		ds_close(ds);
+	free(code);
+	return rc;
+}
