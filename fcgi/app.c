@@ -129,7 +129,8 @@ static const char *app_reason(int status)
 	}
 }
 
-/* Read the body (at most limit + 1 bytes) into app->in_body; false on error or over limit. */
+/* Read the body (at most limit + 1 bytes) into app->in_body: 0 when read to
+ * its end, 413 when it exceeds limit, 400 on a read error. */
 static int app_read_body(struct fcgi_app *app, struct fcgi_exchange *x, size_t limit)
 {
 	struct buf *b = &app->in_body;
@@ -152,7 +153,7 @@ static int app_read_body(struct fcgi_app *app, struct fcgi_exchange *x, size_t l
 	return 0;
 }
 
-/* Steps 6: the body of a JSON route. False when a reply was made. */
+/* Step 6: the body of a JSON route. False when a reply was made. */
 static bool app_body(struct fcgi_ctx *c, struct fcgi_exchange *x)
 {
 	struct fcgi_app *app = c->app;
