@@ -19,6 +19,7 @@
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -487,7 +488,7 @@ static enum ev_err bt_verdict_err(const struct sbx_verdict *v)
 	case SBX_ML: return EV_MEMORY_LIMIT;
 	case SBX_SY: return EV_FORBIDDEN_SYSCALL;
 	case SBX_OL: return EV_OUTPUT_LIMIT;
-	case SBX_SG: return EV_CRASHED;
+	case SBX_SG: return v->exit_signal == SIGXCPU ? EV_TIMEOUT : EV_CRASHED; /* RLIMIT_CPU */
 	case SBX_XX: return EV_INTERNAL;
 	default: return EV_OK;
 	}

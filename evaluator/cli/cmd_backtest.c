@@ -386,16 +386,23 @@ static int bt_write_artifacts(struct bt_run_ctx *x, const struct bt_result *res)
 	if (bt_write_csv(x->artdir, "equity.csv", "equity", res->equity, res->n) < 0 ||
 	    (res->positions && bt_write_csv(x->artdir, "positions.csv", "position", res->positions, res->n) < 0))
 		return cli_error(CLI_INTERNAL, "internal", "cannot write artifacts under %s", x->artdir);
-	if (res->log_tail[0]) {
-		char path[4200];
-		snprintf(path, sizeof path, "%s/host.log", x->artdir);
-		FILE *f = fopen(path, "we");
-		if (f) {
-			fputs(res->log_tail, f);
-			fclose(f);
-		}
-	}
 	return 0;
+}
+
+/* Keep the tail of the host's stderr next to the equity (best effort). */
+static void bt_write_log(struct bt_run_ctx *x, const struct bt_result *res)
+{
+	if (!res->log_tail[0])
+		return;
+	char path[4200];
+	int n = snprintf(path, sizeof path, "%s/host.log", x->artdir);
+	if (n < 0 || (size_t)n >= sizeof path)
+		return;
+	FILE *f = fopen(path, "we");
+	if (f) {
+		fputs(res->log_tail, f);
+		fclose(f);
+	}
 }
 
 /* on_output hook: write the artifacts while the host exits. */
@@ -496,8 +503,10 @@ static int bt_execute(struct bt_run_ctx *x, double t0)
 		metrics_set(&res.metrics, MET_RUNTIME_S, proto_now() - t0 - (x->art_s > 0 ? x->art_s : 0));
 		if (x->art_rc < 0)
 			bt_on_output(x, &res);
-		if ((rc = x->art_rc) == 0)
+		if ((rc = x->art_rc) == 0) {
+			bt_write_log(x, &res);
 			bt_print_result(x, &res, proto_now() - t0);
+		}
 	}
 	bt_result_free(&res);
 	return rc;

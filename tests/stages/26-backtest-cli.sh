@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# `agenttest backtest` end to end (pytest, tests/cli/test_backtest_cli.py):
+# the original's examples with the spec's metric vectors and config_hash
+# vectors, broken strategies (length, NaN, first value, exceptions with
+# scrubbed tracebacks, syntax errors, exits, timeouts), the causality audit
+# (the original's momentum example fails, causal strategies pass), positions
+# strategies against an independent engine, 10k and 1M-bar series, and the
+# confined sandbox once it is available. Builds nothing: `make test` built
+# bin/ first.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PYTHON=${PYTHON:-/usr/bin/python3}
+[ -x "${AGENTTEST_BIN:-bin}/agenttest" ] || { echo "26-backtest-cli: ${AGENTTEST_BIN:-bin}/agenttest missing (make build)"; exit 1; }
+exec "$PYTHON" -m pytest -q -p no:cacheprovider tests/cli/test_backtest_cli.py \
+  --junitxml="$AGENTTEST_JUNIT_DIR/backtest-cli.xml" -o junit_suite_name=backtest-cli "$@"
