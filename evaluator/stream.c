@@ -225,7 +225,7 @@ static bool shm_create(struct shm *s, const struct ch_market *m, size_t T, json_
 	}
 	for (size_t k = 0; k < s->n_cg; k++)
 		s->cg[k] = (double *)(void *)(s->base + cg_at[k]);
-	json_object_object_add(lay, "fd", json_object_new_int(3));
+	json_object_object_add(lay, "fd", json_object_new_int(4));
 	json_object_object_add(lay, "size", json_object_new_int64((int64_t)s->size));
 	json_object_object_add(lay, "data_offset", json_object_new_int64((int64_t)s->data_off));
 	json_object_object_add(lay, "max_dim", json_object_new_int(STREAM_MAX_DIM));

@@ -68,15 +68,16 @@ static void cpu_rlimit(double seconds)
 	setrlimit(RLIMIT_CPU, &rl);
 }
 
-/* In the forked host of a trusted run: wire fds 0-2 and exec the host. */
-static void __attribute__((noreturn)) trusted_exec(int in, int out, int err, const char *hostdir)
+/* In the forked host of a trusted run: wire fds 0-2 (and 4: shm) and exec the host. */
+static void __attribute__((noreturn)) trusted_exec(int in, int out, int err, int shm, const char *hostdir)
 {
 	char script[PATH_MAX + 32];
 	setpgid(0, 0);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 || (shm > 2 && (dup2(shm, 4) < 0 || fcntl(4, F_SETFD, 0) < 0)))
 		_exit(127);
-	close_range(3, ~0u, 0);
+	close_range(3, 3, 0);
+	close_range(shm > 2 ? 5 : 4, ~0u, 0);
 	int n = snprintf(script, sizeof script, "%s/agenttest_host", hostdir);
 	if (n < 0 || (size_t)n >= sizeof script)
 		_exit(127);
@@ -88,7 +89,7 @@ static void __attribute__((noreturn)) trusted_exec(int in, int out, int err, con
 
 /* The trusted-mode supervisor (a fork of the caller): never returns. */
 static void __attribute__((noreturn)) trusted_supervisor(struct sbx_pipes *p, const struct sbx_limits *l,
-                                                          const char *hostdir)
+                                                          int shm, const char *hostdir)
 {
 	int rout[2] = { -1, -1 }, rerr[2] = { -1, -1 };
 	struct sbx_verdict v;
@@ -107,7 +108,7 @@ static void __attribute__((noreturn)) trusted_supervisor(struct sbx_pipes *p, co
 	if (host < 0)
 		_exit(3);
 	if (host == 0)
-		trusted_exec(p->in[0], rout[1], rerr[1], hostdir);
+		trusted_exec(p->in[0], rout[1], rerr[1], shm, hostdir);
 	xclose(&p->in[0]);
 	xclose(&rout[1]);
 	xclose(&rerr[1]);
@@ -146,7 +147,7 @@ static int start_trusted(const struct sbx_spec *spec, struct sbx_run *run, char 
 		return -1;
 	}
 	if (pid == 0)
-		trusted_supervisor(&p, &l, hostdir);
+		trusted_supervisor(&p, &l, spec->shm_fd, hostdir);
 	sbx_run_adopt(run, pid, &p);
 	return 0;
 }
@@ -183,7 +184,7 @@ int sbx_start(const struct sbx_spec *spec, struct sbx_run *run, char *err, size_
 		snprintf(err, errlen, "unknown sandbox mode %d", (int)spec->mode);
 		return -1;
 	}
-	if (sbx_zygote_enabled() && !spec->rw_workdir && !(spec->ro_binds && spec->ro_binds[0])) {
+	if (sbx_zygote_enabled() && !spec->rw_workdir && !(spec->ro_binds && spec->ro_binds[0]) && spec->shm_fd <= 2) {
 		if (sbx_zygote_start(spec, run, err, errlen) == 0)
 			return 0;
 		err[0] = '\0'; /* no zygote (pool busy or failing): one-shot instead */

@@ -108,15 +108,25 @@ static bool place_fd(int fd, int target, char *err, size_t errlen)
 	return true;
 }
 
-/* Close every descriptor >= 3 except keep_a and keep_b. */
-static void close_others(int keep_a, int keep_b)
+/* Close every descriptor >= 3 except keep_a, keep_b and keep_c (-1: none). */
+static void close_others(int keep_a, int keep_b, int keep_c)
 {
-	int lo = keep_a < keep_b ? keep_a : keep_b, hi = keep_a < keep_b ? keep_b : keep_a;
-	if (lo > 3)
-		close_range(3, (unsigned)lo - 1, 0);
-	if (hi > lo + 1)
-		close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
-	close_range((unsigned)hi + 1, ~0u, 0);
+	int k[3] = { keep_a, keep_b, keep_c }, next = 3;
+	for (int i = 0; i < 3; i++)  /* sort the three */
+		for (int j = i + 1; j < 3; j++)
+			if (k[j] < k[i]) {
+				int x = k[i];
+				k[i] = k[j];
+				k[j] = x;
+			}
+	for (int i = 0; i < 3; i++) {
+		if (k[i] < next)
+			continue;
+		if (k[i] > next)
+			close_range((unsigned)next, (unsigned)k[i] - 1, 0);
+		next = k[i] + 1;
+	}
+	close_range((unsigned)next, ~0u, 0);
 }
 
 /* Descriptors: in/out/err become 0/1/2; only sync and ack stay besides. */
@@ -134,7 +144,11 @@ static bool descriptors(const struct sbx_final *f, char *err, size_t errlen)
 	if (!place_fd(in, 0, err, errlen) || !place_fd(out, 1, err, errlen) ||
 	    !place_fd(er, 2, err, errlen))
 		return false;
-	close_others(f->sync_fd, f->ack_fd);
+	close_others(f->sync_fd, f->ack_fd, f->keep_fd > 3 ? f->keep_fd : -1);
+	if (f->keep_fd > 3 && fcntl(f->keep_fd, F_SETFD, 0) < 0) {
+		snprintf(err, errlen, "keep fd %d: %s", f->keep_fd, strerror(errno));
+		return false;
+	}
 	return true;
 }
 

@@ -5,6 +5,7 @@
  * and runs `/usr/bin/python3 -E -s -B <hostdir>/agenttest_host` in the box.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <limits.h>
 #include <signal.h>
@@ -64,6 +65,8 @@ int sbx_helper_start(const struct sbx_spec *spec, struct sbx_run *run, char *err
 	ARG("--files=%u", l.open_files);
 	ARG("--output=%llu", (unsigned long long)l.output_bytes);
 	ARG("--meta-fd=3");
+	if (spec->shm_fd > 2)
+		ARG("--shm-fd=4");
 	ARG("--bind=%s", hostdir);
 	for (int i = 0; spec->ro_binds && spec->ro_binds[i]; i++)
 		ARG("--bind=%s", spec->ro_binds[i]);
@@ -86,22 +89,33 @@ int sbx_helper_start(const struct sbx_spec *spec, struct sbx_run *run, char *err
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		return -1;
 	}
+	/* above the range the child's dup2 calls below touch */
+	int shm = spec->shm_fd > 2 ? fcntl(spec->shm_fd, F_DUPFD_CLOEXEC, 10) : -1;
+	if (spec->shm_fd > 2 && shm < 0) {
+		snprintf(err, errlen, "shm fd: %s", strerror(errno));
+		sbx_pipes_close(&p);
+		return -1;
+	}
 	pid_t pid = fork();
 	if (pid < 0) {
+		if (shm >= 0)
+			close(shm);
 		snprintf(err, errlen, "fork: %s", strerror(errno));
 		sbx_pipes_close(&p);
 		return -1;
 	}
 	if (pid == 0) {
 		if (dup2(p.in[0], 0) < 0 || dup2(p.out[1], 1) < 0 || dup2(p.log[1], 2) < 0 ||
-		    dup2(p.verdict[1], 3) < 0)
+		    dup2(p.verdict[1], 3) < 0 || (shm >= 0 && dup2(shm, 4) < 0))
 			_exit(2);
-		close_range(4, ~0u, 0);
+		close_range(shm >= 0 ? 5 : 4, ~0u, 0);
 		signal(SIGPIPE, SIG_DFL);
 		char *const envp[] = { NULL };
 		execve(helper, argv, envp);
 		_exit(2);
 	}
+	if (shm >= 0)
+		close(shm);
 	sbx_run_adopt(run, pid, &p);
 	return 0;
 }

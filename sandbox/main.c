@@ -112,7 +112,7 @@ int main(int argc, char **argv)
 {
 	enum { O_BOX = 256, O_CPU, O_WALL, O_MEM, O_PROCS, O_FILES, O_OUTPUT, O_BIND,
 	       O_WORKDIR, O_TMP, O_ENV, O_META, O_METAFD, O_NOCG, O_SLOG, O_ZYGOTE, O_CTL, O_NETNS,
-	       O_HELP, O_VERSION };
+	       O_SHMFD, O_HELP, O_VERSION };
 	static const struct option longopts[] = {
 		{ "box", 1, NULL, O_BOX }, { "cpu", 1, NULL, O_CPU }, { "wall", 1, NULL, O_WALL },
 		{ "mem", 1, NULL, O_MEM }, { "procs", 1, NULL, O_PROCS }, { "files", 1, NULL, O_FILES },
@@ -120,7 +120,7 @@ int main(int argc, char **argv)
 		{ "workdir", 1, NULL, O_WORKDIR }, { "tmp", 1, NULL, O_TMP }, { "env", 1, NULL, O_ENV },
 		{ "meta", 1, NULL, O_META }, { "meta-fd", 1, NULL, O_METAFD },
 		{ "no-cgroup", 0, NULL, O_NOCG }, { "netns", 1, NULL, O_NETNS }, { "seccomp-log", 0, NULL, O_SLOG },
-		{ "zygote", 0, NULL, O_ZYGOTE }, { "ctl-fd", 1, NULL, O_CTL },
+		{ "zygote", 0, NULL, O_ZYGOTE }, { "ctl-fd", 1, NULL, O_CTL }, { "shm-fd", 1, NULL, O_SHMFD },
 		{ "help", 0, NULL, O_HELP }, { "version", 0, NULL, O_VERSION },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -173,6 +173,11 @@ int main(int argc, char **argv)
 		case O_SLOG: o.seccomp_log = true; break;
 		case O_ZYGOTE: zygote = true; break;
 		case O_CTL: ctl_fd = (int)parse_count(optarg, 3, 1024, "ctl-fd"); break;
+		case O_SHMFD: /* a descriptor the program keeps at the same number */
+			o.keep_fd = (int)parse_count(optarg, 4, 1024, "shm-fd");
+			if (fcntl(o.keep_fd, F_GETFD) < 0)
+				die("--shm-fd %d is not open", o.keep_fd);
+			break;
 		case O_HELP: usage(0);
 		case O_VERSION:
 			printf("agenttest-sandbox %s (%s)\n", AGENTTEST_VERSION, AGENTTEST_COMMIT);

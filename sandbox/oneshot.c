@@ -99,7 +99,7 @@ static void __attribute__((noreturn)) child(const struct sbx_oneshot *o, int net
 	struct sbx_final f = {
 		.box_id = o->box_id, .limits = o->limits, .has_cgroup = has_cg,
 		.writable = o->root.workdir != NULL || o->root.tmp_bytes, .fd_in = 0, .fd_out = out_w,
-		.fd_err = err_w, .sync_fd = sync_w, .ack_fd = ack_r, .bpf = &bpf,
+		.fd_err = err_w, .sync_fd = sync_w, .ack_fd = ack_r, .bpf = &bpf, .keep_fd = o->keep_fd,
 	};
 	if (!sbx_confine_final(&f, err, sizeof err))
 		sbx_child_die(sync_w, "%s", err);

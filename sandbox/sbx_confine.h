@@ -87,6 +87,7 @@ struct sbx_final {
 	int      fd_in, fd_out, fd_err; /* become 0, 1, 2 */
 	int      sync_fd;            /* write end, child -> supervisor */
 	int      ack_fd;             /* read end, supervisor -> child */
+	int      keep_fd;            /* > 3: also kept open, inheritable (the stream's memfd) */
 	const struct sbx_bpf *bpf;
 };
 

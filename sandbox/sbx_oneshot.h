@@ -19,6 +19,7 @@ struct sbx_oneshot {
 	bool no_cgroup;         /* rlimits only (tests, or no cgroup wanted) */
 	bool seccomp_log;       /* debug: log violations and let them run */
 	bool fresh_netns;       /* a network namespace of its own (slower) */
+	int  keep_fd;           /* > 3: stays open at that number in the program (--shm-fd) */
 };
 
 /* Run o->argv confined and supervised, filling *v. Returns 0 when the

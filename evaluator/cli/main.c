@@ -16,6 +16,7 @@ int cmd_token(int argc, char **argv);
 int cmd_dataset(int argc, char **argv);
 int cmd_data(int argc, char **argv);
 int cmd_backtest(int argc, char **argv);
+int cmd_evaluate(int argc, char **argv);
 
 static const struct cli_command commands[] = {
 	{ "db", cmd_db, "database administration: migrate" },
@@ -23,6 +24,7 @@ static const struct cli_command commands[] = {
 	{ "dataset", cmd_dataset, "dataset registry in the database: register, list" },
 	{ "data", cmd_data, "dataset files: synth, import, verify, info" },
 	{ "backtest", cmd_backtest, "run a strategy over a dataset: metrics, hashes, audit" },
+	{ "evaluate", cmd_evaluate, "walk-forward evaluation of a signal on a MANTIS challenge" },
 	{ NULL, NULL, NULL },
 };
 
