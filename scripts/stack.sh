@@ -128,19 +128,25 @@ count_running() {
   echo "$n"
 }
 
+# shq VALUE: VALUE single-quoted for a shell (and for Python's shlex).
+shq() {
+  local squote="'"
+  printf "'%s'" "${1//$squote/$squote\\$squote$squote}"
+}
+
 # write_env: $VAR/stack.env for scripts and tests (0600: it may hold a token).
 write_env() {
   local f=$VAR/stack.env
   (
     umask 077
     {
-      printf 'AGENTTEST_URL=%q\n' "$URL"
-      [ -z "$AUTH_TOKEN" ] || printf 'AGENTTEST_TOKEN=%q\n' "$AUTH_TOKEN"
-      printf 'AGENTTEST_VAR=%q\n' "$VAR"
-      printf 'DATABASE_URL=%q\n' "$DATABASE_URL"
-      printf 'AGENTTEST_SECRET_FILE=%q\n' "$AGENTTEST_SECRET_FILE"
-      printf 'AGENTTEST_FCGI_SOCKET=%q\n' "$AGENTTEST_FCGI_SOCKET"
-      [ -z "${AGENTTEST_CONFIG:-}" ] || printf 'AGENTTEST_CONFIG=%q\n' "$AGENTTEST_CONFIG"
+      echo "AGENTTEST_URL=$(shq "$URL")"
+      [ -z "$AUTH_TOKEN" ] || echo "AGENTTEST_TOKEN=$(shq "$AUTH_TOKEN")"
+      echo "AGENTTEST_VAR=$(shq "$VAR")"
+      echo "DATABASE_URL=$(shq "$DATABASE_URL")"
+      echo "AGENTTEST_SECRET_FILE=$(shq "$AGENTTEST_SECRET_FILE")"
+      echo "AGENTTEST_FCGI_SOCKET=$(shq "$AGENTTEST_FCGI_SOCKET")"
+      [ -z "${AGENTTEST_CONFIG:-}" ] || echo "AGENTTEST_CONFIG=$(shq "$AGENTTEST_CONFIG")"
     } >"$f.tmp"
   )
   mv "$f.tmp" "$f"
@@ -149,7 +155,7 @@ write_env() {
 # env_url: the URL recorded by the running stack (falls back to ours).
 env_url() {
   local u
-  u=$(sed -n 's/^AGENTTEST_URL=//p' "$VAR/stack.env" 2>/dev/null)
+  u=$(sed -n "s/^AGENTTEST_URL='\(.*\)'\$/\1/p" "$VAR/stack.env" 2>/dev/null)
   printf '%s' "${u:-$URL}"
 }
 
