@@ -19,21 +19,36 @@
 #define XS_MIN_ASSETS 5
 #define XS_MIN_RHO 20
 
-/* Spearman of one row over the assets where score and return are finite. */
+/* Scratch for one row's correlation. */
+struct xs_buf {
+	float *xf;
+	double *x, *y, *rx, *ry;
+	struct ch_iv *tmp;
+};
+
+/* Spearman of one row over the assets where score and return are finite:
+ * float32 scores ranked as float32 (same order as their doubles). */
 static double xs_row_rho(const float *e, size_t dim, const double *ret, size_t A,
-    double *x, double *y)
+    const struct xs_buf *b)
 {
 	size_t m = 0;
 
 	for (size_t a = 0; a < A; a++) {
-		double s = a < dim ? (double)e[a] : 0.0;
+		float s = a < dim ? e[a] : 0.0f;
 		if (!isfinite(s) || !isfinite(ret[a]))
 			continue;
-		x[m] = s;
-		y[m] = ret[a];
+		b->xf[m] = s;
+		b->x[m] = (double)s;
+		b->y[m] = ret[a];
 		m++;
 	}
-	return m < XS_MIN_ASSETS ? NAN : ch_spearman(x, y, m);
+	if (m < XS_MIN_ASSETS)
+		return NAN;
+	if (m > 64)
+		return ch_spearman_buf(b->x, b->y, m, b->rx, b->ry, b->tmp);
+	ch_ranks_count_f32(b->xf, m, b->rx);
+	ch_ranks_count(b->y, m, b->ry);
+	return ch_rho_ranks(b->rx, b->ry, m);
 }
 
 /* Score the cross-sectional challenges. */
@@ -42,7 +57,8 @@ enum ch_err ch_score_xsec(const struct ch_job *j, json_object **result)
 	const struct ch_prepared *p = j->p;
 	bool strict = p->mode != CH_MODE_MANTIS, fund = p->def->type == CH_FUNDING_XSEC;
 	size_t A = p->m.n_assets, T = p->m.T, h = p->def->horizon, n, nsp = 0, nh = 0, hs;
-	double *ret = NULL, *x = NULL, *y = NULL, *rho = NULL, *hold = NULL;
+	double *ret = NULL, *rho = NULL, *hold = NULL;
+	struct xs_buf b = { NULL, NULL, NULL, NULL, NULL, NULL };
 	unsigned char *valid = NULL;
 	struct ch_span *sp = NULL;
 	json_object *wins = NULL;
@@ -96,8 +112,12 @@ enum ch_err ch_score_xsec(const struct ch_job *j, json_object **result)
 					goto out;
 				}
 		}
-	x = xcalloc(A, sizeof *x);
-	y = xcalloc(A, sizeof *y);
+	b.xf = xcalloc(A, sizeof *b.xf);
+	b.x = xcalloc(A, sizeof *b.x);
+	b.y = xcalloc(A, sizeof *b.y);
+	b.rx = xcalloc(A, sizeof *b.rx);
+	b.ry = xcalloc(A, sizeof *b.ry);
+	b.tmp = xcalloc(A > 64 ? A : 64, sizeof *b.tmp);
 	rho = xcalloc(XS_STEP, sizeof *rho);
 	hold = xcalloc(nsp ? nsp : 1, sizeof *hold);
 	wins = json_object_new_array();
@@ -111,7 +131,7 @@ enum ch_err ch_score_xsec(const struct ch_job *j, json_object **result)
 			if (!valid[j->warmup + i])
 				continue;
 			double r = xs_row_rho(j->emb + i * j->dim, j->dim, ret + (j->warmup + i) * A,
-			    A, x, y);
+			    A, &b);
 			if (isfinite(r))
 				rho[nr++] = r;
 		}
@@ -148,8 +168,12 @@ out:
 	json_object_put(wins);
 	free(ret);
 	free(valid);
-	free(x);
-	free(y);
+	free(b.xf);
+	free(b.x);
+	free(b.y);
+	free(b.rx);
+	free(b.ry);
+	free(b.tmp);
 	free(rho);
 	free(hold);
 	free(sp);

@@ -69,6 +69,22 @@ float ch_logit32(float p);
 size_t ch_grid(size_t first, size_t step, size_t n, size_t hs, enum ch_mode mode,
     size_t min_len, struct ch_span **out);
 
+/* A value and its position, for rank sorting. */
+struct ch_iv {
+	double v;
+	size_t i;
+};
+
+/* Spearman rho with caller scratch (rx, ry: n doubles; tmp: max(n, 64) pairs). */
+double ch_spearman_buf(const double *x, const double *y, size_t n, double *rx, double *ry,
+    struct ch_iv *tmp);
+
+/* Average ranks by counting, n <= 64 (double and float32 values). */
+void ch_ranks_count(const double *x, size_t n, double *r);
+void ch_ranks_count_f32(const float *x, size_t n, double *r);
+/* Spearman from average ranks (corrcoef order); NaN if a side is constant. */
+double ch_rho_ranks(const double *rx, const double *ry, size_t n);
+
 /* AUC of float32 scores with y in {0,1}; optional negation of the scores. */
 double ch_auc_f32(const float *s, const unsigned char *y, size_t n, bool negate);
 
