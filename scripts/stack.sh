@@ -30,6 +30,8 @@
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# nginx and mariadbd live in /usr/sbin, which a user's PATH may lack.
+PATH=$PATH:/usr/sbin:/sbin
 # shellcheck source=lib/stack-common.sh
 . "$REPO/scripts/lib/stack-common.sh"
 # shellcheck source=lib/stack-mariadb.sh

@@ -6,7 +6,7 @@
 # Target (issue 2): >= 15,000 requests/s and p99 < 10 ms at 64 connections.
 #
 # Knobs: WORKERS="2 4" (pool sizes), DURATION=10s, CONNECTIONS="16 64",
-# WRK_THREADS=2, and any stack setting (AGENTTEST_NGINX_WORKERS,
+# WRK_THREADS=2, AGENTTEST_BIN, and any stack setting (AGENTTEST_NGINX_WORKERS,
 # AGENTTEST_NGINX_KEEPALIVE, AGENTTEST_NGINX_ACCESS_LOG, ...).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,8 +17,8 @@ CONNECTIONS=${CONNECTIONS:-"16 64"}
 WRK_THREADS=${WRK_THREADS:-2}
 
 command -v wrk >/dev/null || { echo "bench/api: wrk is not installed (make deps)"; exit 1; }
-for b in agenttest agenttest-fcgi; do
-  [ -x "bin/$b" ] || { echo "bench/api: bin/$b missing (make build)"; exit 1; }
+for b in agenttest agenttest-fcgi agenttest-runner; do
+  [ -x "${AGENTTEST_BIN:-bin}/$b" ] || { echo "bench/api: ${AGENTTEST_BIN:-bin}/$b missing (make build)"; exit 1; }
 done
 
 var=$(mktemp -d /tmp/agenttest-bench-XXXXXX)
