@@ -4,6 +4,7 @@
 #   scripts/install-data.sh DESTDIR PREFIX
 #
 #   PREFIX/share/agenttest/{sql,static,nginx}   migrations, dashboard, nginx templates
+#   PREFIX/share/agenttest/{host,zygote}        the sandboxed strategy host
 #   PREFIX/share/doc/agenttest/                 README and docs/
 #   PREFIX/lib/systemd/system/                  agenttest-fcgi.service (+ runner when built)
 #   PREFIX/lib/sysusers.d/, PREFIX/lib/tmpfiles.d/   the agenttest user and directories
@@ -39,7 +40,7 @@ copy_tree() {
   [ -d "$src" ] || return 0
   while IFS= read -r -d '' f; do
     install -D -m 0644 "$src/$f" "$dst/$f"
-  done < <(cd "$src" && find . -type f -not -path '*/.*' -printf '%P\0')
+  done < <(cd "$src" && find . -type f -not -path '*/.*' -not -path '*/__pycache__/*' -printf '%P\0')
 }
 
 # install_conf SRC DST MODE: install unless DST exists, else DST.new.
@@ -66,6 +67,10 @@ trap 'rm -rf "$tmp"' EXIT
 copy_tree "$REPO/sql" "$DESTDIR$DATADIR/sql"
 copy_tree "$REPO/static" "$DESTDIR$DATADIR/static"
 copy_tree "$REPO/nginx" "$DESTDIR$DATADIR/nginx"
+# The strategy host (Python) and the zygote files the sandbox looks for in
+# <prefix>/share/agenttest/ (sandbox/hostdir.c, sandbox/zygote_sup.c).
+copy_tree "$REPO/sandbox/host" "$DESTDIR$DATADIR/host"
+copy_tree "$REPO/sandbox/zygote" "$DESTDIR$DATADIR/zygote"
 chmod 0755 "$DESTDIR$DATADIR/nginx/render.py"
 
 # Documentation.
