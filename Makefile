@@ -72,6 +72,12 @@ include common/module.mk
 -include sandbox/module.mk
 include tests/module.mk
 
+# Prerequisites expand when a rule is read, so a module included early does
+# not see the libraries of modules included after it. Declare here, once all
+# modules are read, that every binary needs every library: without this a
+# parallel build (-j) could link before a late library was archived.
+$(BINS) $(UNIT_TESTS): $(LIBS)
+
 -include $(ALL_OBJS:.o=.d)
 
 .PHONY: build deps run start stop status test bench fuzz install clean lint unit-tests
