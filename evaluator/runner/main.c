@@ -46,6 +46,7 @@
 #include "log.h"
 #include "xalloc.h"
 #include "evaluator/runner/runner.h"
+#include "evaluator/runner/eval_job.h"
 
 struct slot {
 	pthread_t       thread;
@@ -255,6 +256,14 @@ static void *slot_main(void *arg)
 			slot_run(s, c, &j);
 			rjob_free(&j);
 			continue;
+		}
+		if (c && got == 0) { /* no run queued: a challenge evaluation (eval_job.c) */
+			buf_reset(&err);
+			int ev = eval_job_try(c, R.owner, s->index + 1, s->ctl, &err);
+			if (ev > 0)
+				continue;
+			if (ev < 0)
+				log_msg(LOG_LVL_ERROR, "evaluation_claim_failed", "%s", buf_cstr(&err));
 		}
 		pthread_mutex_lock(&R.mu);
 		while (R.gen == seen && !R.stopping)

@@ -39,4 +39,10 @@ void h_defaults_get(struct fcgi_ctx *c);
 void h_datasets_list(struct fcgi_ctx *c);
 void h_datasets_get(struct fcgi_ctx *c);
 
+/* challenges.c, evaluations.c (issue 6: MANTIS challenges) */
+void h_challenges_list(struct fcgi_ctx *c);
+void h_challenges_leaderboard(struct fcgi_ctx *c);
+void h_evaluations_create(struct fcgi_ctx *c);
+void h_evaluations_get(struct fcgi_ctx *c);
+
 #endif

@@ -1,0 +1,226 @@
+/*
+ * evaluations: MANTIS challenge evaluations as jobs.
+ *
+ *   POST /api/evaluations {challenge, code, dataset_version?, days_back?,
+ *        holdout_days?, mode?, dev_only?}
+ *        -> 202 {id, status: "queued", ...}: a row in `evaluations`
+ *        (sql/004) that agenttest-runner claims and executes in the sandbox
+ *        with lockstep streaming (evaluator/runner/eval_job.c), then a
+ *        wake-up datagram to the runners.
+ *   GET  /api/evaluations/{id}
+ *        -> the row: status, error, and the result dictionary once done.
+ *        Owners see their evaluations, admins every one; others get 404.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "evaluator/challenges/challenges.h"
+#include "evaluator/hashes.h"
+#include "fcgi/handlers/handlers.h"
+#include "fcgi/handlers/runs_view.h"
+
+#define EVAL_MAX_CODE   (1u << 20)
+#define EVAL_MAX_QUEUED 50
+
+void h_evaluations_create(struct fcgi_ctx *c)
+{
+	static const char *const allowed[] = { "challenge", "code", "dataset_version", "days_back", "holdout_days",
+					       "mode", "dev_only", NULL };
+	json_object *body = fcgi_body(c);
+	const char *challenge = NULL, *code = NULL, *dsv = NULL, *mode = "strict";
+	double days_back = 60, holdout_days = 20;
+	bool dev_only = false;
+	long long uid;
+	bool admin;
+	if (!fcgi_json_only(c, body, allowed) ||
+	    !fcgi_json_string(c, body, "challenge", FIELD_REQUIRED, 1, 64, &challenge) ||
+	    !fcgi_json_string(c, body, "code", FIELD_REQUIRED, 1, EVAL_MAX_CODE, &code) ||
+	    !fcgi_json_string(c, body, "dataset_version", FIELD_OPTIONAL | FIELD_NULLABLE, 1, 64, &dsv) ||
+	    !fcgi_json_number(c, body, "days_back", FIELD_OPTIONAL | FIELD_NULLABLE, 1, 3650, &days_back) ||
+	    !fcgi_json_number(c, body, "holdout_days", FIELD_OPTIONAL | FIELD_NULLABLE, 0, 3650, &holdout_days) ||
+	    !fcgi_json_string(c, body, "mode", FIELD_OPTIONAL | FIELD_NULLABLE, 1, 16, &mode) ||
+	    !fcgi_json_bool(c, body, "dev_only", FIELD_OPTIONAL | FIELD_NULLABLE, &dev_only))
+		return;
+	const struct ch_def *def = ch_lookup(challenge);
+	if (!def) {
+		char names[512];
+		size_t used = 0;
+		names[0] = '\0';
+		for (size_t i = 0; i < ch_count(); i++) {
+			int n = snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", ch_at(i)->name);
+			if (n < 0 || (size_t)n >= sizeof names - used)
+				break;
+			used += (size_t)n;
+		}
+		fcgi_reply_error(c, 400, "invalid_field", "unknown challenge '%s'; valid: %s", challenge, names);
+		return;
+	}
+	if (ch_mode_parse(mode) < 0) {
+		fcgi_reply_error(c, 400, "invalid_field", "mode must be strict or mantis");
+		return;
+	}
+	if (!dsv) {
+		dsv = fcgi_config(c, "DATASET_VERSION");
+		if (!dsv || !*dsv)
+			dsv = "v1";
+	}
+	if (!rv_caller(c, &uid, &admin))
+		return;
+	/* the dataset, pinned now */
+	char dhash[70];
+	struct db_col dcols[] = { DB_COL_INT, DB_COL_TEXT(dhash) };
+	struct db_arg darg = DB_ARG_TEXT(dsv);
+	struct db_result dres = { 0 };
+	enum db_status st = db_exec(fcgi_db(c), "SELECT id, dataset_hash FROM datasets WHERE version = ?", &darg, 1,
+				    dcols, 2, NULL, NULL, &dres, DB_IDEMPOTENT);
+	if (st != DB_OK) {
+		fcgi_reply_db_error(c, st);
+		return;
+	}
+	if (dres.rows == 0) {
+		fcgi_reply_error(c, 404, "not_found", "dataset_version '%s' is not registered (see GET /datasets)", dsv);
+		return;
+	}
+	long long dataset_id = dcols[0].i;
+	struct db_col qcol = DB_COL_INT;
+	struct db_arg qarg = DB_ARG_INT(uid);
+	st = db_exec(fcgi_db(c), "SELECT COUNT(*) FROM evaluations WHERE owner_id = ? AND status = 'queued'", &qarg, 1,
+		     &qcol, 1, NULL, NULL, NULL, DB_IDEMPOTENT);
+	if (st != DB_OK) {
+		fcgi_reply_db_error(c, st);
+		return;
+	}
+	if (qcol.i >= EVAL_MAX_QUEUED) {
+		fcgi_reply_error(c, 429, "rate_limited", "%d evaluations already queued; wait for some to finish",
+				 EVAL_MAX_QUEUED);
+		return;
+	}
+	char id[37], chash[HASH_HEX_LEN + 1], days[40], hold[40];
+	rv_uuid(id);
+	hash_code(code, strlen(code), chash);
+	snprintf(days, sizeof days, "%.17g", days_back);
+	snprintf(hold, sizeof hold, "%.17g", holdout_days);
+	struct db_arg args[] = {
+		DB_ARG_TEXT(id), DB_ARG_INT(uid), DB_ARG_TEXT(def->name), DB_ARG_TEXT(mode), DB_ARG_INT(dataset_id),
+		DB_ARG_TEXT(dsv), DB_ARG_TEXT(dhash), DB_ARG_TEXT(chash), DB_ARG_TEXT(code), DB_ARG_TEXT(days),
+		DB_ARG_TEXT(hold), DB_ARG_INT(dev_only ? 1 : 0),
+	};
+	st = db_exec(fcgi_db(c),
+		     "INSERT INTO evaluations (id, owner_id, challenge, mode, dataset_id, dataset_version, dataset_hash, "
+		     "code_hash, code, days_back, holdout_days, dev_only) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		     args, sizeof args / sizeof args[0], NULL, 0, NULL, NULL, NULL, 0);
+	if (st != DB_OK) {
+		fcgi_reply_db_error(c, st);
+		return;
+	}
+	rv_notify(c, "q");
+	struct buf *b = fcgi_body_buf(c);
+	buf_puts(b, "{\"id\":");
+	rv_str(b, id);
+	buf_puts(b, ",\"status\":\"queued\",\"challenge\":");
+	rv_str(b, def->name);
+	buf_puts(b, ",\"mode\":");
+	rv_str(b, mode);
+	buf_puts(b, ",\"dataset_version\":");
+	rv_str(b, dsv);
+	buf_puts(b, ",\"dataset_hash\":");
+	rv_str(b, dhash);
+	buf_puts(b, ",\"code_hash\":");
+	rv_str(b, chash);
+	buf_printf(b, ",\"days_back\":%s,\"holdout_days\":%s,\"dev_only\":%s,\"url\":\"/api/evaluations/%s\"}", days,
+		   hold, dev_only ? "true" : "false", id);
+	fcgi_reply_buf(c, 202, "application/json");
+}
+
+/* One evaluation row as read by h_evaluations_get (buffers in the arena). */
+struct erow {
+	bool found;
+	struct buf *b;
+};
+
+static bool erow_cb(void *ctx, const struct db_col *col, size_t ncol)
+{
+	struct erow *e = ctx;
+	struct buf *b = e->b;
+	(void)ncol;
+	e->found = true;
+	static const char *const str_keys[] = { "id", "challenge", "mode", "dataset_version", "dataset_hash",
+						"code_hash" };
+	for (int i = 0; i < 6; i++) {
+		buf_printf(b, "%s\"%s\":", i ? "," : "{", str_keys[i]);
+		rv_str(b, col[i].buf);
+	}
+	buf_puts(b, ",\"days_back\":");
+	rv_num(b, col[6].buf);
+	buf_puts(b, ",\"holdout_days\":");
+	rv_num(b, col[7].buf);
+	buf_printf(b, ",\"dev_only\":%s,\"status\":", col[8].i ? "true" : "false");
+	rv_str(b, col[9].buf);
+	buf_puts(b, ",\"error\":");
+	if (col[10].is_null) {
+		buf_puts(b, "null");
+	} else {
+		buf_puts(b, "{\"code\":");
+		rv_str(b, col[10].buf);
+		buf_puts(b, ",\"message\":");
+		rv_str(b, col[11].is_null ? "" : col[11].buf);
+		buf_putc(b, '}');
+	}
+	buf_puts(b, ",\"metric\":");
+	rv_str(b, col[12].is_null ? NULL : col[12].buf);
+	buf_puts(b, ",\"score\":");
+	rv_num(b, col[13].is_null ? NULL : col[13].buf);
+	static const char *const ts_keys[] = { "queued_at", "started_at", "completed_at" };
+	for (int i = 0; i < 3; i++) {
+		buf_printf(b, ",\"%s\":", ts_keys[i]);
+		rv_str(b, col[14 + i].is_null ? NULL : col[14 + i].buf);
+	}
+	buf_puts(b, ",\"runtime_s\":");
+	rv_num(b, col[17].is_null ? NULL : col[17].buf);
+	buf_puts(b, ",\"result\":");
+	rv_raw(b, col[18].is_null ? NULL : col[18].buf);
+	buf_putc(b, '}');
+	return true;
+}
+
+void h_evaluations_get(struct fcgi_ctx *c)
+{
+	const char *id = fcgi_param(c, "id");
+	long long uid;
+	bool admin;
+	if (!rv_caller(c, &uid, &admin))
+		return;
+	if (!id || strlen(id) != 36) {
+		fcgi_reply_error(c, 404, "not_found", "no evaluation %s", id ? id : "");
+		return;
+	}
+	char s[6][130], days[40], hold[40], status[16], ecode[40], metric[40], score[40], ts[3][RV_TS_LEN], rt[40];
+	char *emsg = arena_alloc(fcgi_arena(c), 65536), *result = arena_alloc(fcgi_arena(c), 1u << 20);
+	struct db_col cols[] = {
+		DB_COL_TEXT(s[0]), DB_COL_TEXT(s[1]), DB_COL_TEXT(s[2]), DB_COL_TEXT(s[3]), DB_COL_TEXT(s[4]),
+		DB_COL_TEXT(s[5]), DB_COL_TEXT(days), DB_COL_TEXT(hold), DB_COL_INT, DB_COL_TEXT(status),
+		DB_COL_TEXT(ecode), { .type = DB_T_TEXT, .buf = emsg, .cap = 65536 }, DB_COL_TEXT(metric),
+		DB_COL_TEXT(score), DB_COL_TEXT(ts[0]), DB_COL_TEXT(ts[1]), DB_COL_TEXT(ts[2]), DB_COL_TEXT(rt),
+		{ .type = DB_T_TEXT, .buf = result, .cap = 1u << 20 },
+	};
+	struct db_arg args[] = { DB_ARG_TEXT(id), DB_ARG_INT(uid), DB_ARG_INT(admin ? 1 : 0) };
+	struct buf *b = fcgi_body_buf(c);
+	struct erow e = { false, b };
+	enum db_status st = db_exec(fcgi_db(c),
+		"SELECT id, challenge, mode, dataset_version, dataset_hash, code_hash, CAST(days_back AS CHAR), "
+		"CAST(holdout_days AS CHAR), dev_only, status, error_code, error_message, metric, CAST(score AS CHAR), "
+		RV_TS("queued_at") ", " RV_TS("started_at") ", " RV_TS("completed_at") ", CAST(runtime_s AS CHAR), result "
+		"FROM evaluations WHERE id = ? AND (owner_id = ? OR ? = 1)",
+		args, 3, cols, sizeof cols / sizeof cols[0], erow_cb, &e, NULL, DB_IDEMPOTENT);
+	if (st != DB_OK) {
+		buf_reset(b);
+		fcgi_reply_db_error(c, st);
+		return;
+	}
+	if (!e.found) {
+		buf_reset(b);
+		fcgi_reply_error(c, 404, "not_found", "no evaluation %s", id);
+		return;
+	}
+	fcgi_reply_buf(c, 200, "application/json");
+}
