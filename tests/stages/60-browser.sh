@@ -64,7 +64,22 @@ export AGENTTEST_USER_TOKEN AGENTTEST_TEST_OUT=$OUT
 
 # node's test runner: spec on stdout for people, JUnit for tests/run.sh.
 # One file at a time (they share the stack); bounded by --test-timeout.
-node --test --test-concurrency=1 --test-timeout=600000 \
+rc=0
+NO_COLOR=1 FORCE_COLOR=0 node --test --test-concurrency=1 --test-timeout=600000 \
   --test-reporter=spec --test-reporter-destination=stdout \
   --test-reporter=junit --test-reporter-destination="$JUNIT/browser.xml" \
-  tests/browser/auth.test.mjs tests/browser/dashboard.test.mjs
+  tests/browser/auth.test.mjs tests/browser/dashboard.test.mjs || rc=$?
+# Error texts may carry terminal escapes, which XML 1.0 cannot hold: drop
+# the control characters so the report stays readable by tests/run.sh.
+"$PYTHON" - "$JUNIT/browser.xml" <<'PY'
+import re, sys
+p = sys.argv[1]
+try:
+    t = open(p, encoding="utf-8", errors="replace").read()
+except FileNotFoundError:
+    sys.exit(0)
+t = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", t)
+t = re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f]", "", t)
+open(p, "w", encoding="utf-8").write(t)
+PY
+exit "$rc"
