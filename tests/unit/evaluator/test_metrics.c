@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <math.h>
+#include <stdlib.h>
 #include <cmocka.h>
 
 #include "evaluator/metrics.h"
@@ -29,17 +30,22 @@ static void near(double got, double want, double rel, const char *what)
 		fail_msg("%s: got %.17g want %.17g", what, got, want);
 }
 
-/* Original six metrics: tr, cagr, mdd, vol, sharpe, score. */
-static void check6(const double *E, size_t n, const double want[6], double rel)
+/* Original six metrics: tr, cagr, mdd, vol, sharpe, score, at S bars/year. */
+static void check6_S(const double *E, size_t n, double S, const double want[6], double rel)
 {
 	struct metrics m;
-	metrics_compute(E, n, 365.0, &m);
+	metrics_compute(E, n, S, &m);
 	static const enum metric_id ids[6] = { MET_TOTAL_RETURN, MET_CAGR, MET_MAX_DRAWDOWN,
 					       MET_VOLATILITY, MET_SHARPE, MET_SCORE };
 	for (int i = 0; i < 6; i++) {
 		assert_true(m.present[ids[i]]);
 		near(m.v[ids[i]], want[i], rel, metric_name(ids[i]));
 	}
+}
+
+static void check6(const double *E, size_t n, const double want[6], double rel)
+{
+	check6_S(E, n, 365.0, want, rel);
 }
 
 static void test_spec_table_rounded(void **s)
@@ -203,6 +209,86 @@ static void test_json(void **s)
 	buf_free(&b);
 }
 
+/* Straightforward two-pass reference of the six original metrics with
+ * pandas semantics (ffill before pct_change, NaN dropped, cummax/min skip NaN). */
+static void reference6(const double *E, size_t n, double S, double out[6])
+{
+	double peak = NAN, mdd = NAN, prev = NAN;
+	double *r = calloc(n ? n : 1, sizeof *r);
+	size_t k = 0;
+	for (size_t t = 0; t < n; t++) {
+		double x = E[t];
+		if (!isnan(x)) {
+			if (isnan(peak) || x > peak)
+				peak = x;
+			double dd = x / peak - 1;
+			if (!isnan(dd) && (isnan(mdd) || dd < mdd))
+				mdd = dd;
+		}
+		double cur = isnan(x) ? prev : x;
+		if (t > 0) {
+			double rt = cur / prev - 1;
+			if (!isnan(rt))
+				r[k++] = rt;
+		}
+		prev = cur;
+	}
+	double mean = 0, var = 0;
+	for (size_t i = 0; i < k; i++)
+		mean += r[i];
+	mean /= (double)(k ? k : 1);
+	for (size_t i = 0; i < k; i++)
+		var += (r[i] - mean) * (r[i] - mean);
+	var /= (double)(k ? k : 1);
+	double vol = k ? sqrt(var) * sqrt(S) : 0, sh = (k && vol != 0) ? mean * S / vol : 0;
+	double cagr = (n > 1 && E[0] != 0) ? pow(E[n - 1] / E[0], S / (double)(n - 1)) - 1 : 0;
+	out[0] = n > 1 ? E[n - 1] / E[0] - 1 : 0;
+	out[1] = cagr;
+	out[2] = n ? mdd : 0;
+	out[3] = vol;
+	out[4] = sh;
+	out[5] = cagr - 0.7 * fabs(out[2]);
+	free(r);
+}
+
+static void test_long_series_against_reference(void **s)
+{
+	(void)s;
+	/* long enough for the 4-wide path, with new peaks, gaps and odd values
+	 * that send blocks back to the scalar and generic paths */
+	size_t n = 200003;
+	double *E = calloc(n, sizeof *E);
+	uint64_t st = 12345;
+	double v = 1.0;
+	for (size_t i = 0; i < n; i++) {
+		st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+		double u = (double)(st >> 11) / 9007199254740992.0 - 0.5;
+		v *= 1 + 0.01 * u + (i < n / 3 ? 0.0004 : -0.0001);
+		E[i] = v;
+	}
+	for (int pass = 0; pass < 3; pass++) {
+		if (pass == 1)
+			for (size_t i = 1000; i < n; i += 997)
+				E[i] = NAN;
+		if (pass == 2) {
+			E[5000] = 0.0;
+			E[5001] = 0.0;
+			E[90000] = -E[90000];
+		}
+		double want[6];
+		reference6(E, n, 525600.0, want);
+		if (pass < 2) {
+			check6_S(E, n, 525600.0, want, 1e-9);
+		} else { /* zeros: an infinite return makes the volatility NaN */
+			struct metrics m;
+			metrics_compute(E, n, 525600.0, &m);
+			assert_true(isnan(m.v[MET_VOLATILITY]) && isnan(want[3]));
+			near(m.v[MET_MAX_DRAWDOWN], want[2], 1e-12, "max_drawdown");
+		}
+	}
+	free(E);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -214,6 +300,7 @@ int main(void)
 		cmocka_unit_test(test_added_metrics),
 		cmocka_unit_test(test_drawdown_segments),
 		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_long_series_against_reference),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
