@@ -46,6 +46,7 @@
 #include "log.h"
 #include "xalloc.h"
 #include "evaluator/runner/runner.h"
+#include "sandbox/sandbox.h"
 #include "evaluator/runner/eval_job.h"
 
 struct slot {
@@ -478,6 +479,18 @@ int main(int argc, char **argv)
 		goto out;
 	const char *ndir = config_get(&cfg, "RUNNER_NOTIFY_DIR");
 	nfd = notify_bind(ndir, &npath);
+
+	/* One zygote helper per slot (each serves one run at a time), started
+	 * now so the first runs do not pay the interpreter start-up. */
+	const char *zs = getenv("AGENTTEST_SANDBOX_ZYGOTES");
+	if (!zs || atol(zs) < nslots) {
+		char n[16];
+		snprintf(n, sizeof n, "%ld", nslots);
+		setenv("AGENTTEST_SANDBOX_ZYGOTES", n, 1);
+	}
+	char perr[256] = "";
+	if (sbx_prestart((unsigned)nslots, perr, sizeof perr) != 0)
+		log_msg(LOG_LVL_WARNING, "sandbox_prestart_failed", "%s (runs start helpers on demand)", perr);
 
 	R.nslots = (unsigned)nslots;
 	for (unsigned i = 0; i < R.nslots; i++) {

@@ -5,7 +5,7 @@
  * The API never executes strategies: POST /runs pins the dataset hash, code
  * hash and config hash, inserts a 'queued' row (the row is the job) and
  * sends a wake-up datagram to the runners of this host (rv_notify). With
- * `wait` the worker then polls the row (1 ms at first, backing off to 20 ms)
+ * `wait` the worker then polls the row (1 ms at first, backing off to 4 ms)
  * until the run is finished or the wait is over; the poll is a primary-key
  * read, so a waiting request costs a worker but almost no database work.
  */
@@ -85,8 +85,8 @@ static int wait_run(struct fcgi_ctx *c, const char *id, double seconds)
 			return 0;
 		long ms = step < (long)(left * 1000) + 1 ? step : (long)(left * 1000) + 1;
 		sleep_ms(ms);
-		if (step < 20)
-			step = step * 2 > 20 ? 20 : step * 2;
+		if (step < 4)
+			step *= 2;   /* 1, 2, 4, 4, ... ms: a primary-key read per step */
 	}
 }
 
