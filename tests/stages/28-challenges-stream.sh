@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# MANTIS evaluations through the real path (pytest, tests/challenges/
+# test_stream*.py and test_sdk*.py): `agenttest evaluate` streaming bars in
+# lockstep over shared memory into the sandboxed strategy host, every
+# challenge end to end and equal to the in-process SDK, the leak tests, NaN
+# and shape handling, dev-only sealing, the planted ETH momentum; the SDK
+# (README example, the original suite's view/provider ideas, aliases).
+# Needs bin/agenttest and libagenttest_eval.so (make build) and root for the
+# confined sandbox (the confined tests skip without it).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PYTHON=${PYTHON:-/usr/bin/python3}
+export AGENTTEST_EVAL_LIB=${AGENTTEST_EVAL_LIB:-$PWD/build/release/libagenttest_eval.so}
+export AGENTTEST_STREAM_TESTS=1
+for f in "$AGENTTEST_EVAL_LIB" bin/agenttest; do
+  [ -e "$f" ] || { echo "28-challenges-stream: $f missing (make build)"; exit 1; }
+done
+exec "$PYTHON" -m pytest -q -p no:cacheprovider tests/challenges/test_stream*.py tests/challenges/test_sdk*.py \
+  --junitxml="$AGENTTEST_JUNIT_DIR/challenges-stream.xml" -o junit_suite_name=challenges-stream "$@"
