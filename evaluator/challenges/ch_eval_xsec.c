@@ -19,24 +19,66 @@
 #define XS_MIN_ASSETS 5
 #define XS_MIN_RHO 20
 
-/* Scratch for one row's correlation. */
+/* Scratch for one row's correlation; perm/pmask carry the previous row's
+ * order of the targets (see xs_ranks_adaptive). */
 struct xs_buf {
 	float *xf;
 	double *x, *y, *rx, *ry;
 	struct ch_iv *tmp;
+	uint8_t perm[64];
+	uint64_t pmask;     /* assets of the previous row; 0 = no previous order */
 };
+
+/*
+ * Average ranks of the targets of one row. Consecutive rows' h-bar returns
+ * overlap in all but one bar, so their order barely changes: starting from
+ * the previous row's order, an insertion sort does about n compares, almost
+ * all predicted. Exact (ties are grouped on the sorted values). m <= 64.
+ */
+static void xs_ranks_adaptive(const double *y, size_t m, uint64_t mask, struct xs_buf *b,
+    double *r)
+{
+	uint8_t *pm = b->perm;
+
+	if (mask != b->pmask)
+		for (size_t i = 0; i < m; i++)
+			pm[i] = (uint8_t)i;
+	b->pmask = mask;
+	for (size_t i = 1; i < m; i++) {
+		uint8_t v = pm[i];
+		double key = y[v];
+		size_t k = i;
+		while (k > 0 && y[pm[k - 1]] > key) {
+			pm[k] = pm[k - 1];
+			k--;
+		}
+		pm[k] = v;
+	}
+	for (size_t i = 0; i < m;) {
+		size_t j = i;
+		while (j + 1 < m && y[pm[j + 1]] == y[pm[i]])
+			j++;
+		double avg = ((double)(i + 1) + (double)(j + 1)) / 2.0;
+		for (size_t k = i; k <= j; k++)
+			r[pm[k]] = avg;
+		i = j + 1;
+	}
+}
 
 /* Spearman of one row over the assets where score and return are finite:
  * float32 scores ranked as float32 (same order as their doubles). */
 static double xs_row_rho(const float *e, size_t dim, const double *ret, size_t A,
-    const struct xs_buf *b)
+    struct xs_buf *b)
 {
 	size_t m = 0;
+	uint64_t mask = 0;
 
 	for (size_t a = 0; a < A; a++) {
 		float s = a < dim ? e[a] : 0.0f;
 		if (!isfinite(s) || !isfinite(ret[a]))
 			continue;
+		if (a < 64)
+			mask |= (uint64_t)1 << a;
 		b->xf[m] = s;
 		b->x[m] = (double)s;
 		b->y[m] = ret[a];
@@ -44,10 +86,10 @@ static double xs_row_rho(const float *e, size_t dim, const double *ret, size_t A
 	}
 	if (m < XS_MIN_ASSETS)
 		return NAN;
-	if (m > 64)
+	if (A > 64)
 		return ch_spearman_buf(b->x, b->y, m, b->rx, b->ry, b->tmp);
 	ch_ranks_count_f32(b->xf, m, b->rx);
-	ch_ranks_count(b->y, m, b->ry);
+	xs_ranks_adaptive(b->y, m, mask, b, b->ry);
 	return ch_rho_ranks(b->rx, b->ry, m);
 }
 
@@ -58,7 +100,7 @@ enum ch_err ch_score_xsec(const struct ch_job *j, json_object **result)
 	bool strict = p->mode != CH_MODE_MANTIS, fund = p->def->type == CH_FUNDING_XSEC;
 	size_t A = p->m.n_assets, T = p->m.T, h = p->def->horizon, n, nsp = 0, nh = 0, hs;
 	double *ret = NULL, *rho = NULL, *hold = NULL;
-	struct xs_buf b = { NULL, NULL, NULL, NULL, NULL, NULL };
+	struct xs_buf b = { .pmask = 0 };
 	unsigned char *valid = NULL;
 	struct ch_span *sp = NULL;
 	json_object *wins = NULL;
