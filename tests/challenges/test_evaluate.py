@@ -172,3 +172,22 @@ def test_funding_one_missing_asset_kills_every_row():
     emb = rng.normal(0, 1, (5000 - 100, 20)).astype(np.float32)
     c = run_both("FUNDING-XSEC", closes, emb, 100, 0, fields=fields)
     assert c == {"error": "no valid walk-forward windows"}
+
+
+def test_mantis_row_alignment_equals_reference_on_compacted_series():
+    """The original aligns assets by row (DataProvider: each asset's rows in
+    order, all cut to the shortest). Gaps given as a validity mask must give
+    exactly the reference evaluated on the compacted, truncated series."""
+    rng = np.random.default_rng(50)
+    T = 6000
+    m = walk(T, 50, A=29)
+    closes = {a: m[:, i] for i, a in enumerate(ref.BREAKOUT_ASSETS)}
+    valid = {"SOL": np.ones(T, bool), "DOGE": np.ones(T, bool)}
+    valid["SOL"][1000:1040] = False
+    valid["DOGE"][:15] = False
+    n = T - 40
+    compact = {a: (closes[a][valid[a]] if a in valid else closes[a])[:n] for a in closes}
+    emb = rng.normal(0, 1, (n - 100, 29)).astype(np.float32)
+    rc, c = chlib.score("XSEC-RANK", closes, emb, 100, 3000, mode="mantis", valid=valid)
+    assert_same(c, ref.evaluate("XSEC-RANK", compact, emb, 100, 3000))
+    assert c["n_timesteps"] == n

@@ -173,3 +173,24 @@ def test_strict_equals_mantis_on_clean_data_except_grid():
         _, s = chlib.score(name, {"ETH": p}, emb, 100, 0, mode="strict")
         keep = [w for w in m["windows"] if w["end"] - w["start"] >= 200]
         assert s["windows"] == keep
+
+
+def test_gap_in_volatility_window_invalidates_only_nearby_labels():
+    """Strict: a missing bar makes the labels whose windows hold it invalid;
+    mantis-style cumulative sums would poison every later label."""
+    T = 20000
+    p = walk(T, 41, vol=0.003)[:, 0].copy()
+    p[9000] = np.nan
+    hs = chlib.hitfirst_labels(p, 100, 7200, mode=chlib.STRICT)
+    clean = chlib.hitfirst_labels(walk(T, 41, vol=0.003)[:, 0], 100, 7200, mode=chlib.STRICT)
+    bad = np.where(hs != clean)[0]
+    # r_h[k] is NaN for k in [8900, 9000]; sigma windows [t-7199, t] holding one
+    assert (hs[8900:9000 + 7200] == -1).all() and bad.min() >= 8900 - 100
+    assert (hs[9000 + 7200:] == clean[9000 + 7200:]).all() and (hs[16200:] >= 0).all()
+    mh = chlib.hitfirst_labels(p, 100, 7200, mode=chlib.MANTIS)
+    assert (mh[9000:] == -1).all()
+    b, t = chlib.lbfgs_labels(p, 60, 3600, mode=chlib.STRICT)
+    # r[k] is NaN for k in {8940, 9000}; sigma_t uses r[t-3659 .. t-60]
+    want = [k for k in range(60 + 3599, T - 60)
+            if k != 8940 and not (9000 <= k <= 9000 + 60 + 3599)]
+    assert t.tolist() == want
