@@ -93,13 +93,16 @@ export async function render(ctx) {
 
   let last = '';
   let ceiling = 60000;
+  let evalsAbsent = null;
   async function load() {
     const [[hl, hErr], [ds, dErr], [rl, rErr], [ev, eErr]] = await Promise.all([
       settle(api('/health')),
       settle(api('/datasets')),
       settle(api(`/runs${qs({ limit: 100 })}`)),
-      settle(api(`/api/evaluations${qs({ limit: 8 })}`)),
+      // a server without evaluations answers 404 once; not asked again on this page
+      evalsAbsent ? Promise.resolve([null, evalsAbsent]) : settle(api(`/api/evaluations${qs({ limit: 8 })}`)),
     ]);
+    if (eErr && eErr.status === 404) evalsAbsent = eErr;
     if (ctx.signal.aborted) return 'done';
     const runList = rows(rl, 'runs');
     const evList = rows(ev, 'evaluations');
