@@ -1,0 +1,194 @@
+"""MANTIS challenges over the API (issue 6), against the real stack: the
+catalogue in the original's shape, evaluations queued with POST
+/api/evaluations and executed by agenttest-runner in the sandbox (lockstep
+streaming), their results, the per-challenge leaderboards, input
+validation and the auth matrix of these routes."""
+import math
+import time
+
+import pytest
+
+from runs_helpers import Api, REMOTE
+
+MOMENTUM = '''
+import numpy as np
+from agenttest import Featurizer, Predictor
+class TechFeaturizer(Featurizer):
+    warmup = 61
+    def compute(self, view):
+        p = view.prices("ETH")
+        return p[-1] / p[-61] - 1.0
+class TechPredictor(Predictor):
+    def predict(self, r):
+        s = 0.5 + 0.5 * np.tanh(r * 300)
+        return np.array([s, 1 - s])
+'''
+
+CONTRARIAN = MOMENTUM.replace("np.tanh(r * 300)", "np.tanh(-r * 300)")
+
+FAILING = '''
+from agenttest import Featurizer, Predictor
+class TechFeaturizer(Featurizer):
+    warmup = 10
+    def compute(self, view):
+        raise ValueError("broken featurizer at %d" % view.t)
+class TechPredictor(Predictor):
+    def predict(self, f):
+        return [0.5, 0.5]
+'''
+
+ROUTES = [("GET", "/api/challenges", None), ("GET", "/api/challenges/ETH-1H-BINARY/leaderboard", None),
+          ("POST", "/api/evaluations", {"challenge": "ETH-1H-BINARY", "code": MOMENTUM}),
+          ("GET", "/api/evaluations/00000000-0000-4000-8000-000000000000", None)]
+
+
+@pytest.fixture(scope="module")
+def alice(stack):
+    return Api(stack, stack.create_token(role="user"))
+
+
+@pytest.fixture(scope="module")
+def bob(stack):
+    return Api(stack, stack.create_token(role="user"))
+
+
+@pytest.fixture(scope="module")
+def admin(stack):
+    return Api(stack, stack.create_token(role="admin"))
+
+
+def wait_done(api, eid, timeout=300):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        r = api.get(f"/api/evaluations/{eid}")
+        assert r.status == 200, r
+        e = r.json()
+        if e["status"] in ("completed", "failed", "cancelled"):
+            return e
+        time.sleep(0.5)
+    raise AssertionError(f"evaluation {eid} not done after {timeout} s: {e}")
+
+
+def submit(api, code, **fields):
+    body = {"challenge": "ETH-1H-BINARY", "code": code, "days_back": 7, "holdout_days": 2, **fields}
+    r = api.post("/api/evaluations", body)
+    assert r.status == 202, r
+    return r.json()
+
+
+@pytest.fixture(scope="module")
+def momentum_eval(alice):
+    q = submit(alice, MOMENTUM)
+    return q, wait_done(alice, q["id"])
+
+
+def test_catalogue_shape(alice):
+    r = alice.get("/api/challenges")
+    assert r.status == 200, r
+    cat = r.json()
+    assert set(cat) == {"ETH-1H-BINARY", "ETH-HITFIRST-100M", "ETH-LBFGS", "BTC-LBFGS-6H",
+                        "MULTI-BREAKOUT", "XSEC-RANK"}      # no funding_1h in the synthetic market
+    for name, c in cat.items():
+        assert {"type", "short", "desc", "asset", "metric", "metric_info"} <= set(c), name
+        assert set(c["metric_info"]) >= {"primary", "all", "direction", "label", "baseline"}
+    hf = cat["ETH-HITFIRST-100M"]["metric_info"]
+    assert hf["primary"] == "direct_log_loss" and hf["direction"] == "lower"
+    assert hf["baseline"] == pytest.approx(math.log(3))
+    assert cat["ETH-1H-BINARY"]["metric_info"]["baseline"] == 0.5
+    assert cat["XSEC-RANK"]["type"] == "xsec_rank"
+
+
+def test_evaluation_runs_in_the_sandbox(alice, momentum_eval):
+    q, e = momentum_eval
+    assert q["status"] == "queued" and q["url"] == f"/api/evaluations/{q['id']}"
+    assert e["status"] == "completed", e
+    res = e["result"]
+    assert res["challenge"] == "ETH-1H-BINARY" and res["type"] == "binary" and res["mode"] == "strict"
+    assert res["dev_length"] == 5 * 1440 and res["eval_holdout_minutes"] == 2 * 1440
+    assert res["windows"] and any(w["in_holdout"] for w in res["windows"])
+    assert e["metric"] == "mean_auc" and e["score"] == pytest.approx(res["mean_auc"], rel=1e-12)
+    assert res["timing"]["steps"] == 7 * 1440 - 61
+    assert e["dataset_version"] == q["dataset_version"] and e["code_hash"] == q["code_hash"]
+    assert e["error"] is None and e["started_at"] and e["completed_at"] and e["runtime_s"] > 0
+
+
+def test_failed_evaluation_reports_the_exception(alice):
+    e = wait_done(alice, submit(alice, FAILING)["id"])
+    assert e["status"] == "failed" and e["error"]["code"] == "strategy_error"
+    assert "broken featurizer at 10" in e["error"]["message"]
+    assert e["result"]["exception"]["type"] == "ValueError" and e["score"] is None
+
+
+def test_mantis_mode_and_leaderboard_order(alice, bob, momentum_eval):
+    e2 = wait_done(bob, submit(bob, CONTRARIAN)["id"])
+    assert e2["status"] == "completed", e2
+    r = alice.get("/api/challenges/ETH-1H-BINARY/leaderboard")
+    assert r.status == 200, r
+    board = r.json()
+    assert board["metric"] == "mean_auc" and board["direction"] == "higher" and board["mode"] == "strict"
+    scores = [x["score"] for x in board["entries"]]
+    assert scores == sorted(scores, reverse=True) and len(scores) >= 2
+    ids = [x["evaluation_id"] for x in board["entries"]]
+    assert momentum_eval[1]["id"] in ids and e2["id"] in ids
+    assert [x["rank"] for x in board["entries"]] == list(range(1, len(ids) + 1))
+    # a mantis-mode evaluation is on the mantis board only
+    m = wait_done(alice, submit(alice, MOMENTUM, mode="mantis")["id"])
+    assert m["status"] == "completed" and m["mode"] == "mantis" and m["result"]["mode"] == "mantis"
+    mb = alice.get("/api/challenges/ETH-1H-BINARY/leaderboard?mode=mantis").json()
+    assert m["id"] in [x["evaluation_id"] for x in mb["entries"]]
+    assert m["id"] not in ids
+    hb = alice.get("/api/challenges/ETH-HITFIRST-100M/leaderboard").json()
+    assert hb["direction"] == "lower" and hb["metric"] == "direct_log_loss"
+
+
+def test_dev_only_evaluation(alice):
+    e = wait_done(alice, submit(alice, MOMENTUM, dev_only=True)["id"])
+    assert e["status"] == "completed", e
+    assert e["dev_only"] is True and e["result"]["dev_only"] is True
+    assert e["result"]["n_timesteps"] == 5 * 1440
+
+
+def test_visibility(alice, bob, admin, momentum_eval):
+    eid = momentum_eval[1]["id"]
+    assert bob.get(f"/api/evaluations/{eid}").status == 404
+    assert admin.get(f"/api/evaluations/{eid}").status == 200
+    assert alice.get("/api/evaluations/not-a-uuid").status == 404
+
+
+@pytest.mark.parametrize("body,status,code", [
+    ({"code": MOMENTUM}, 400, "missing_field"),
+    ({"challenge": "ETH-1H-BINARY"}, 400, "missing_field"),
+    ({"challenge": "NOPE", "code": MOMENTUM}, 400, "invalid_field"),
+    ({"challenge": "ETH-1H-BINARY", "code": MOMENTUM, "mode": "loose"}, 400, "invalid_field"),
+    ({"challenge": "ETH-1H-BINARY", "code": MOMENTUM, "days_back": 0}, 400, "invalid_field"),
+    ({"challenge": "ETH-1H-BINARY", "code": MOMENTUM, "holdout_days": -1}, 400, "invalid_field"),
+    ({"challenge": "ETH-1H-BINARY", "code": MOMENTUM, "dev_only": "yes"}, 400, "invalid_field"),
+    ({"challenge": "ETH-1H-BINARY", "code": MOMENTUM, "extra": 1}, 400, "invalid_field"),
+    ({"challenge": "ETH-1H-BINARY", "code": MOMENTUM, "dataset_version": "nope"}, 404, "not_found"),
+])
+def test_create_validation(alice, body, status, code):
+    r = alice.post("/api/evaluations", body)
+    assert r.status == status, r
+    assert r.json()["code"] == code and r.json()["error"]
+
+
+def test_leaderboard_validation(alice):
+    assert alice.get("/api/challenges/NOPE/leaderboard").status == 404
+    r = alice.get("/api/challenges/ETH-1H-BINARY/leaderboard?mode=loose")
+    assert r.status == 400 and r.json()["code"] == "invalid_field"
+    assert alice.get("/api/challenges/ETH-1H-BINARY/leaderboard?limit=0").status == 400
+
+
+@pytest.mark.parametrize("method,path,body", ROUTES)
+def test_auth_matrix(stack, alice, method, path, body):
+    # no credential from a remote address: 401
+    r = stack.request(method, path, json_body=body, source=REMOTE)
+    assert r.status == 401 and r.json()["code"] == "unauthorized", r
+    # a bad token: 401
+    r = stack.request(method, path, json_body=body, token="x" * 43, source=REMOTE)
+    assert r.status == 401, r
+    # a user token: allowed (the unknown evaluation id is 404, not 401/403)
+    r = alice.req(method, path, body)
+    assert r.status in (200, 202, 404), r
+    if method == "GET" and path.startswith("/api/evaluations/"):
+        assert r.status == 404
