@@ -28,7 +28,7 @@ export function verdict(v, b, dir) {
 function resultPanels(ctx, ev, ch, box) {
   const res = ev.result || ev.metrics || {};
   const info = (ch && ch.metric_info) || {};
-  const primary = info.primary || Object.keys(res).find((k) => k.startsWith('mean_')) || 'mean_auc';
+  const primary = info.primary || ev.metric || Object.keys(res).find((k) => k.startsWith('mean_')) || 'mean_auc';
   const dir = info.direction || 'higher';
   const base = info.baseline !== undefined && info.baseline !== null ? Number(info.baseline) : null;
   const head = Number(res[primary]);

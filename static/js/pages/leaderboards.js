@@ -149,9 +149,9 @@ async function challengeBoard(ctx, root, name, challenges) {
   const info = ch.metric_info || {};
   const lb = await api(`/api/challenges/${encodeURIComponent(name)}/leaderboard`);
   if (ctx.signal.aborted) return;
-  const list = rows(lb, 'rows', 'leaderboard');
-  const metric = info.primary || ch.metric || 'score';
-  const dir = info.direction || 'higher';
+  const list = rows(lb, 'entries', 'rows', 'leaderboard');
+  const metric = info.primary || (lb && lb.metric) || ch.metric || 'score';
+  const dir = info.direction || (lb && lb.direction) || 'higher';
   const val = (r) => pick(r, metric, 'value', 'metric', 'score') ?? (r.result || r.metrics || {})[metric];
   const baseline = info.baseline;
   const withBase = [...list];

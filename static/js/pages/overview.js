@@ -67,7 +67,11 @@ function datasetsPanel(list, def, err) {
 function evaluationsPanel(list, err) {
   const p = h('section', { class: 'panel', 'aria-labelledby': 'ov-evals' }, h('h2', { id: 'ov-evals' }, 'Latest evaluations'));
   if (err) {
-    p.append(err.status === 404 ? unavailable('Challenge evaluations') : h('p', { class: 'error' }, err.message));
+    // 404: no evaluations at all; 405: evaluations exist but cannot be listed
+    p.append(err.status === 404 ? unavailable('Challenge evaluations')
+      : err.status === 405 ? h('p', { class: 'unavailable', 'data-testid': 'unavailable' },
+        'A list of evaluations is not available on this server yet; each challenge page submits and opens them.')
+        : h('p', { class: 'error' }, err.message));
     return p;
   }
   p.append(table([
@@ -102,7 +106,7 @@ export async function render(ctx) {
       // a server without evaluations answers 404 once; not asked again on this page
       evalsAbsent ? Promise.resolve([null, evalsAbsent]) : settle(api(`/api/evaluations${qs({ limit: 8 })}`)),
     ]);
-    if (eErr && eErr.status === 404) evalsAbsent = eErr;
+    if (eErr && (eErr.status === 404 || eErr.status === 405)) evalsAbsent = eErr;
     if (ctx.signal.aborted) return 'done';
     const runList = rows(rl, 'runs');
     const evList = rows(ev, 'evaluations');
