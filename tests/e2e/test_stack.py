@@ -169,3 +169,30 @@ def test_renderer_refuses_directive_injection(tmp_path):
                         str(REPO / "nginx" / "agenttest-site.conf.in"),
                         "LISTEN=80; include /etc/passwd"], capture_output=True, text=True)
     assert r.returncode == 2 and "unsafe value for LISTEN" in r.stderr
+
+
+def render(*values):
+    return subprocess.run(["/usr/bin/python3", str(REPO / "nginx" / "render.py"),
+                           str(REPO / "nginx" / "agenttest-site.conf.in"), *values],
+                          capture_output=True, text=True)
+
+
+SITE_VALUES = ["LISTEN=127.0.0.1:1", "SERVER_NAME=_", "ACCESS_LOG=off", "FCGI_SOCKET=/x.sock",
+               "STATIC_ROOT=/s", "BODY_LIMIT=1024", "CLIENT_MAX_BODY=66560", "RATE_BURST=1",
+               "RETRY_AFTER=1", "UPSTREAM_KEEPALIVE=0"]
+
+
+def test_renderer_rate_limit_zero_removes_limit_req():
+    on = render(*SITE_VALUES, "RATE_RPM=60")
+    off = render(*SITE_VALUES, "RATE_RPM=0")
+    assert on.returncode == 0 and off.returncode == 0, on.stderr + off.stderr
+    assert "limit_req zone=agenttest_perip burst=1 nodelay;" in on.stdout
+    directives = [l for l in off.stdout.splitlines() if not l.lstrip().startswith("#")]
+    assert not [l for l in directives if "limit_req" in l], directives
+    assert "keepalive" not in off.stdout.split("upstream agenttest_pool", 1)[1].split("}", 1)[0]
+    assert not re.search(r"@[A-Z][A-Z0-9_]*@", on.stdout)
+
+
+def test_renderer_requires_every_value():
+    r = render(*[v for v in SITE_VALUES if not v.startswith("FCGI_SOCKET=")], "RATE_RPM=0")
+    assert r.returncode == 2 and "@FCGI_SOCKET@" in r.stderr
