@@ -248,3 +248,32 @@ def test_params_reach_the_strategy_and_the_hash(alice):
     assert one["config_hash"] != two["config_hash"]
     assert two["params"] == {"k": 2}
     assert json.dumps(one["params"]) == '{"k": 1}'
+
+
+def test_queued_run_limit_answers_429_with_retry_after(alice):
+    """RUNS_MAX_QUEUED (default 100) queued runs per user; the next is 429."""
+    vid = submit(alice, sleeper(20), "blocker")
+    ids = []
+    try:
+        for _ in range(2):   # occupy both runner slots
+            ids.append(alice.run(vid, dataset_version="v1", wait=0, audit=False)["run_id"])
+        for i in ids:
+            alice.wait_status(i, "running")
+        refused = None
+        for _ in range(110):
+            r = alice.post("/runs", {"strategy_version_id": vid, "dataset_version": "v1", "audit": False})
+            if r.status == 429:
+                refused = r
+                break
+            assert r.status == 202, r
+            ids.append(r.json()["run_id"])
+        assert refused is not None, "no 429 after 110 queued runs"
+        body = assert_error(refused, 429, "rate_limited")
+        assert int(refused.header("Retry-After")) >= 1
+        assert "queued" in body["error"]
+        assert len(ids) - 2 == 100
+    finally:
+        for i in ids:
+            alice.post(f"/runs/{i}/cancel")
+        for i in ids[:2]:
+            assert alice.wait_run(i, timeout=15)["status"] == "cancelled"
