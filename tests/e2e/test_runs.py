@@ -132,6 +132,9 @@ def test_equity_as_json(alice, bh):
     ("def simulate(prices, params):\n    return [2.0] * len(prices)\n", "bad_output"),
     ("def simulate(prices, params):\n    return None\n", "bad_output"),
     ("import os\ndef simulate(prices, params):\n    os._exit(3)\n", "crashed"),
+    ("import ctypes\ndef simulate(prices, params):\n    ctypes.string_at(0)\n", "crashed"),
+    ("import socket\ndef simulate(prices, params):\n    socket.socket().connect(('1.1.1.1', 80))\n",
+     "forbidden_syscall"),
 ])
 def test_broken_strategies_fail_with_their_code(alice, code, error):
     vid = submit(alice, code, "broken")
