@@ -184,7 +184,7 @@ int sbx_start(const struct sbx_spec *spec, struct sbx_run *run, char *err, size_
 		snprintf(err, errlen, "unknown sandbox mode %d", (int)spec->mode);
 		return -1;
 	}
-	if (sbx_zygote_enabled() && !spec->rw_workdir && !(spec->ro_binds && spec->ro_binds[0]) && spec->shm_fd <= 2) {
+	if (sbx_zygote_enabled() && !spec->rw_workdir && !(spec->ro_binds && spec->ro_binds[0])) {
 		if (sbx_zygote_start(spec, run, err, errlen) == 0)
 			return 0;
 		err[0] = '\0'; /* no zygote (pool busy or failing): one-shot instead */

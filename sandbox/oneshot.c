@@ -4,20 +4,20 @@
  * Theory of operation (the helper is root and is the supervisor):
  *   1. in the parent: create the run's cgroup, make the sync/ack/relay
  *      pipes;
- *   2. clone3 with new PID, mount, IPC, UTS and cgroup namespaces (the
- *      network namespace is the shared empty one of netns.c, joined with
- *      setns, or a fresh one with --netns=fresh)
- *      (and CLONE_INTO_CGROUP on cgroup v2, so the child is born inside its
- *      cgroup); on v1 the parent moves the child into its cgroups while the
- *      child waits for the "go" byte, so nothing runs outside the limits;
- *   3. in the child (PID 1 of its namespace): fresh root and pivot_root,
- *      fresh /proc, then sbx_confine_final (rlimits, credentials,
- *      NO_NEW_PRIVS, descriptors, seccomp last), then execve of the
+ *   2. clone3 with new PID, mount, IPC, UTS and cgroup namespaces; the
+ *      network namespace is the shared empty one of netns.c (joined with
+ *      setns) or, with --netns=fresh, a new one. On cgroup v2 the child is
+ *      born in its cgroup (CLONE_INTO_CGROUP);
+ *   3. in the child (PID 1 of its namespace): fresh root and pivot_root and
+ *      a fresh /proc, while the parent moves it into its cgroups on v1 (a
+ *      v1 migration waits for an RCU grace period, so the two overlap) and
+ *      fetches the compiled seccomp policy (cached, see policy.c). The
+ *      child then waits for "G" (it is inside its cgroup) and the BPF
+ *      program on the ack pipe, runs sbx_confine_final (rlimits,
+ *      credentials, NO_NEW_PRIVS, descriptors, seccomp last) and execs the
  *      program with the explicit environment. Any failure is reported on
- *      the sync pipe and the child exits: nothing runs unconfined;
- *      The parent compiles the seccomp policy with libseccomp while the
- *      child builds its root (the two overlap on a multi-core host) and
- *      sends the BPF program down the ack pipe; the child only loads it.
+ *      the sync pipe and the child exits: nothing runs unconfined, and
+ *      nothing but the helper's own code runs outside the cgroup;
  *   4. in the parent: take over the seccomp listener (spawn.c), then
  *      sbx_supervise until the child is reaped; the first execve
  *      notification is the child's own exec and is let through.
@@ -81,14 +81,8 @@ static void __attribute__((noreturn)) child(const struct sbx_oneshot *o, int net
 	char go = 0;
 	if (netfd >= 0 && setns(netfd, CLONE_NEWNET) < 0)
 		sbx_child_die(sync_w, "joining the shared network namespace: %s", strerror(errno));
-	if (read(ack_r, &go, 1) != 1 || go != 'G')
-		sbx_child_die(sync_w, "no go from the supervisor");
-	/* the policy, compiled by the parent meanwhile, arrives after "G" */
-	struct sbx_bpf_hdr h;
-	if (read_full(ack_r, &h, sizeof h) < 0 || h.len == 0 || h.len > SBX_BPF_MAX ||
-	    read_full(ack_r, ins, h.len * sizeof ins[0]) < 0)
-		sbx_child_die(sync_w, "no seccomp policy from the supervisor");
-	struct sbx_bpf bpf = { .ins = ins, .len = h.len, .notify = h.notify != 0 };
+	/* the file system first: it overlaps with the parent moving us into
+	 * the cgroup (a v1 migration waits for an RCU grace period) */
 	if (!sbx_root_enter(&o->root, err, sizeof err))
 		sbx_child_die(sync_w, "%s", err);
 	if (!sbx_mount_proc(err, sizeof err))
@@ -96,6 +90,14 @@ static void __attribute__((noreturn)) child(const struct sbx_oneshot *o, int net
 	struct stat st;
 	if (stat(o->argv[0], &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & 0111))
 		sbx_child_die(sync_w, "program %s not found in the box", o->argv[0]);
+	/* "G": we are in the run's cgroup; then the compiled policy */
+	if (read(ack_r, &go, 1) != 1 || go != 'G')
+		sbx_child_die(sync_w, "no go from the supervisor");
+	struct sbx_bpf_hdr h;
+	if (read_full(ack_r, &h, sizeof h) < 0 || h.len == 0 || h.len > SBX_BPF_MAX ||
+	    read_full(ack_r, ins, h.len * sizeof ins[0]) < 0)
+		sbx_child_die(sync_w, "no seccomp policy from the supervisor");
+	struct sbx_bpf bpf = { .ins = ins, .len = h.len, .notify = h.notify != 0 };
 	struct sbx_final f = {
 		.box_id = o->box_id, .limits = o->limits, .has_cgroup = has_cg,
 		.writable = o->root.workdir != NULL || o->root.tmp_bytes, .fd_in = 0, .fd_out = out_w,

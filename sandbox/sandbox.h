@@ -88,8 +88,8 @@ struct sbx_spec {
 	const char *const *ro_binds;    /* optional NULL-terminated extra read-only paths */
 	uint32_t          box_id;       /* distinct per concurrent run: selects uid/gid and cgroup */
 	int               shm_fd;       /* > 2: handed to the host as its fd 4 (the lockstep
-	                                   stream's memfd, evaluator/stream.c; such runs use
-	                                   the one-shot helper, not the zygote); 0: none */
+	                                   stream's memfd, evaluator/stream.c), in every
+	                                   mode including the zygote; 0: none */
 };
 
 /*

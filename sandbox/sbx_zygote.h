@@ -12,24 +12,27 @@
 
 /* One run request, client -> helper on the control socket, with four fds
  * in SCM_RIGHTS: host stdin (read end), stdout and stderr (write ends) and
- * the verdict pipe (write end). */
+ * the verdict pipe (write end), plus the stream's shared memory when
+ * has_shm (it becomes the host's fd 4). */
 struct sbx_zreq {
 	uint32_t magic;        /* SBX_ZREQ_MAGIC */
 	uint32_t box_id;
 	struct sbx_limits limits;
+	uint32_t has_shm;
 };
 #define SBX_ZREQ_MAGIC 0x5a594731u  /* "ZYG1" */
 
 /* One spawn order, helper -> Python zygote on its socket, with fds in
- * SCM_RIGHTS: stdin, stdout, stderr, sync (write), ack (read), then
- * ncg cgroup.procs files opened for writing. The zygote answers with an
- * int32: the child's pid, or -errno. */
+ * SCM_RIGHTS: stdin, stdout, stderr, sync (write), ack (read), the shared
+ * memory when has_shm, then ncg cgroup.procs files opened for writing. The
+ * zygote answers with an int32: the child's pid, or -errno. */
 struct sbx_zspawn {
 	uint32_t magic;        /* SBX_ZSPAWN_MAGIC */
 	uint32_t box_id;
 	struct sbx_limits limits;
 	uint32_t has_cgroup;
 	uint32_t ncg;          /* 0..3 */
+	uint32_t has_shm;      /* 0 or 1 */
 };
 #define SBX_ZSPAWN_MAGIC 0x5a535031u  /* "ZSP1" */
 #define SBX_ZSPAWN_FDS   5             /* fds before the cgroup ones */

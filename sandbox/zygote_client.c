@@ -185,18 +185,18 @@ static void zkill(struct sbx_run *run)
 }
 
 /* Send the request; 0 or -1. */
-static int zsend(struct zhelper *z, const struct sbx_zreq *rq, const int *fds)
+static int zsend(struct zhelper *z, const struct sbx_zreq *rq, const int *fds, int nfds)
 {
-	union { char b[CMSG_SPACE(sizeof(int) * 4)]; struct cmsghdr align; } cbuf;
+	union { char b[CMSG_SPACE(sizeof(int) * 5)]; struct cmsghdr align; } cbuf;
 	struct iovec iov = { (void *)(uintptr_t)rq, sizeof *rq };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.b,
-	                     .msg_controllen = sizeof cbuf.b };
+	                     .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds) };
 	memset(&cbuf, 0, sizeof cbuf);
 	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int) * 4);
-	memcpy(CMSG_DATA(c), fds, sizeof(int) * 4);
+	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
 	ssize_t n;
 	do
 		n = sendmsg(z->ctl, &mh, MSG_NOSIGNAL);
@@ -208,7 +208,8 @@ int sbx_zygote_start(const struct sbx_spec *spec, struct sbx_run *run, char *err
 {
 	struct sbx_pipes p;
 	struct zhelper *z = NULL;
-	struct sbx_zreq rq = { .magic = SBX_ZREQ_MAGIC, .box_id = spec->box_id, .limits = spec->limits };
+	struct sbx_zreq rq = { .magic = SBX_ZREQ_MAGIC, .box_id = spec->box_id, .limits = spec->limits,
+	                       .has_shm = spec->shm_fd > 2 };
 	sbx_limits_fill(&rq.limits);
 	if (sbx_pipes_open(&p) < 0) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
@@ -228,8 +229,8 @@ int sbx_zygote_start(const struct sbx_spec *spec, struct sbx_run *run, char *err
 				z = &zpool[i];
 		if (!z)
 			break;
-		int fds[4] = { p.in[0], p.out[1], p.log[1], p.verdict[1] };
-		if (zsend(z, &rq, fds) == 0)
+		int fds[5] = { p.in[0], p.out[1], p.log[1], p.verdict[1], spec->shm_fd };
+		if (zsend(z, &rq, fds, rq.has_shm ? 5 : 4) == 0)
 			break;
 		zdrop(z);   /* dead helper: replace it once */
 		z = NULL;

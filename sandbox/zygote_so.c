@@ -20,6 +20,7 @@
  * with it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -50,11 +51,23 @@ __attribute__((visibility("default"))) int sbx_zygote_init(void)
 }
 
 /* In the child: join the cgroups, mount /proc, confine. Never fails back. */
-static void child_confine(const struct sbx_zspawn *z, const int *fds, int nfds)
+static void child_confine(const struct sbx_zspawn *z, const int *fds_in, int nfds)
 {
 	char err[256] = "";
-	int sync_fd = fds[3];
-	for (int i = SBX_ZSPAWN_FDS; i < nfds; i++) {
+	int fds[SBX_ZSPAWN_FDS + 4];
+	/* move everything above 100 first: the shared memory must become fd 4 */
+	for (int i = 0; i < nfds; i++) {
+		fds[i] = fcntl(fds_in[i], F_DUPFD_CLOEXEC, 100);
+		if (fds[i] < 0)
+			_exit(2);
+	}
+	int sync_fd = fds[3], first_cg = SBX_ZSPAWN_FDS + (z->has_shm ? 1 : 0), keep = -1;
+	if (z->has_shm) {
+		if (dup2(fds[SBX_ZSPAWN_FDS], 4) < 0)
+			sbx_child_die(sync_fd, "shared memory fd: %s", strerror(errno));
+		keep = 4;
+	}
+	for (int i = first_cg; i < nfds; i++) {
 		if (write(fds[i], "0", 1) != 1)
 			sbx_child_die(sync_fd, "cannot join the run's cgroup: %s", strerror(errno));
 		close(fds[i]);
@@ -64,7 +77,7 @@ static void child_confine(const struct sbx_zspawn *z, const int *fds, int nfds)
 	struct sbx_final f = {
 		.box_id = z->box_id, .limits = z->limits, .has_cgroup = z->has_cgroup != 0,
 		.writable = false, .fd_in = fds[0], .fd_out = fds[1], .fd_err = fds[2],
-		.sync_fd = fds[3], .ack_fd = fds[4], .bpf = &zy_bpf,
+		.sync_fd = fds[3], .ack_fd = fds[4], .bpf = &zy_bpf, .keep_fd = keep,
 	};
 	if (!sbx_confine_final(&f, err, sizeof err))
 		sbx_child_die(sync_fd, "%s", err);
@@ -73,10 +86,11 @@ static void child_confine(const struct sbx_zspawn *z, const int *fds, int nfds)
 __attribute__((visibility("default"))) int sbx_zygote_spawn(const void *msg, size_t len, const int *fds, int nfds)
 {
 	struct sbx_zspawn z;
-	if (!zy_ready || len != sizeof z || nfds < SBX_ZSPAWN_FDS || nfds > SBX_ZSPAWN_FDS + 3)
+	if (!zy_ready || len != sizeof z || nfds < SBX_ZSPAWN_FDS || nfds > SBX_ZSPAWN_FDS + 4)
 		return -EINVAL;
 	memcpy(&z, msg, sizeof z);
-	if (z.magic != SBX_ZSPAWN_MAGIC || z.box_id > SBX_BOX_MAX || z.ncg != (uint32_t)(nfds - SBX_ZSPAWN_FDS))
+	if (z.magic != SBX_ZSPAWN_MAGIC || z.box_id > SBX_BOX_MAX || z.has_shm > 1 ||
+	    z.ncg > 3 || z.ncg + z.has_shm != (uint32_t)(nfds - SBX_ZSPAWN_FDS))
 		return -EINVAL;
 	sbx_limits_fill(&z.limits);
 	struct clone_args a;

@@ -55,7 +55,7 @@ struct zsup {
  * EOF) or -1; *nfds gets the descriptor count. */
 static ssize_t recv_fds(int sock, void *buf, size_t len, int *fds, int maxfds, int *nfds)
 {
-	union { char b[CMSG_SPACE(sizeof(int) * 8)]; struct cmsghdr align; } cbuf;
+	union { char b[CMSG_SPACE(sizeof(int) * 12)]; struct cmsghdr align; } cbuf;
 	struct iovec iov = { buf, len };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.b,
 	                     .msg_controllen = sizeof cbuf.b };
@@ -87,7 +87,9 @@ static ssize_t recv_fds(int sock, void *buf, size_t len, int *fds, int maxfds, i
 /* Send one message with nfds descriptors. Returns 0 or -1. */
 static int send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds)
 {
-	union { char b[CMSG_SPACE(sizeof(int) * 8)]; struct cmsghdr align; } cbuf;
+	if (nfds < 0 || nfds > 12)
+		return -1;
+	union { char b[CMSG_SPACE(sizeof(int) * 12)]; struct cmsghdr align; } cbuf;
 	struct iovec iov = { (void *)(uintptr_t)buf, len };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	memset(&cbuf, 0, sizeof cbuf);
@@ -212,7 +214,7 @@ static void close_all(int *fds, int n)
 		}
 }
 
-/* Serve one run: fds = in, out, log, verdict. */
+/* Serve one run: fds = in, out, log, verdict (and shm when rq->has_shm). */
 static void serve_run(struct zsup *z, const struct sbx_zreq *rq, int *fds)
 {
 	struct sbx_verdict v;
@@ -233,13 +235,17 @@ static void serve_run(struct zsup *z, const struct sbx_zreq *rq, int *fds)
 		goto fail;
 	}
 	struct sbx_zspawn sp = { .magic = SBX_ZSPAWN_MAGIC, .box_id = rq->box_id, .limits = l,
-	                         .has_cgroup = cg != NULL, .ncg = (uint32_t)ncg };
-	int sfds[SBX_ZSPAWN_FDS + 3] = { fds[0], rout[1], rerr[1], sync[1], ack[0] };
+	                         .has_cgroup = cg != NULL, .ncg = (uint32_t)ncg,
+	                         .has_shm = rq->has_shm ? 1 : 0 };
+	int sfds[SBX_ZSPAWN_FDS + 4] = { fds[0], rout[1], rerr[1], sync[1], ack[0] };
+	int ns = SBX_ZSPAWN_FDS;
+	if (rq->has_shm)
+		sfds[ns++] = fds[4];
 	for (int i = 0; i < ncg; i++)
-		sfds[SBX_ZSPAWN_FDS + i] = cfds[i];
+		sfds[ns++] = cfds[i];
 	int32_t pid = 0;
 	ssize_t got = -1;
-	if (send_fds(z->zsock, &sp, sizeof sp, sfds, SBX_ZSPAWN_FDS + ncg) == 0) {
+	if (send_fds(z->zsock, &sp, sizeof sp, sfds, ns) == 0) {
 		do   /* a cancellation (SIGTERM) may interrupt the wait */
 			got = read(z->zsock, &pid, sizeof pid);
 		while (got < 0 && errno == EINTR);
@@ -256,6 +262,10 @@ static void serve_run(struct zsup *z, const struct sbx_zreq *rq, int *fds)
 	close(rout[1]); rout[1] = -1;
 	close(rerr[1]); rerr[1] = -1;
 	close(fds[0]); fds[0] = -1;
+	if (fds[4] >= 0) {
+		close(fds[4]);
+		fds[4] = -1;
+	}
 	if (pid <= 0) {
 		snprintf(err, sizeof err, "zygote spawn failed: %s", strerror(-pid));
 		goto fail;
@@ -294,7 +304,7 @@ out:
 	close_all(ack, 2);
 	close_all(rout, 2);
 	close_all(rerr, 2);
-	close_all(fds, 4);
+	close_all(fds, 5);
 }
 
 int sbx_zygote_main(int ctl_fd, const struct sbx_root_opts *root, bool no_cgroup, bool seccomp_log)
@@ -309,11 +319,11 @@ int sbx_zygote_main(int ctl_fd, const struct sbx_root_opts *root, bool no_cgroup
 	for (;;) {
 		struct sbx_zreq rq;
 		memset(&rq, 0, sizeof rq);
-		int fds[4] = { -1, -1, -1, -1 }, nfds = 0;
-		ssize_t n = recv_fds(ctl_fd, &rq, sizeof rq, fds, 4, &nfds);
+		int fds[5] = { -1, -1, -1, -1, -1 }, nfds = 0;
+		ssize_t n = recv_fds(ctl_fd, &rq, sizeof rq, fds, 5, &nfds);
 		if (n <= 0)
 			break;
-		if (n != (ssize_t)sizeof rq || nfds != 4 || rq.magic != SBX_ZREQ_MAGIC ||
+		if (n != (ssize_t)sizeof rq || nfds != (rq.has_shm ? 5 : 4) || rq.magic != SBX_ZREQ_MAGIC ||
 		    rq.box_id > SBX_BOX_MAX) {
 			close_all(fds, nfds);
 			continue; /* malformed: the client gets EOF on its verdict pipe */

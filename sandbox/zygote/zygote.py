@@ -24,7 +24,7 @@ import socket
 import struct
 import sys
 
-MAX_FDS = 8
+MAX_FDS = 12
 
 
 def _fail(msg):

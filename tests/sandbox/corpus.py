@@ -500,6 +500,21 @@ def main():
             if not fail and ("cancelled" not in r.get("message", "") or r.get("time_wall", 99) > 10):
                 fail = "not cancelled promptly: %s %s" % (r.get("message"), r.get("time_wall"))
             results.append((mode, "cancel", fail is None, fail or "", 0))
+    # the stream's shared memory reaches the host as fd 4 in every mode
+    if not only or "shm_fd" in only:
+        shm_src = os.path.join(tmpdir, "src", "shm.py")
+        with open(shm_src, "w") as f:
+            f.write("import mmap, os\nm = mmap.mmap(4, 6, prot=mmap.PROT_READ)\n"
+                    "if m[:6] != b'shm-ok':\n    raise RuntimeError('bad shm ' + repr(m[:6]))\n" + RET)
+        for mode in ("zygote", "oneshot", "trusted"):
+            menv = dict(env)
+            menv["AGENTTEST_SANDBOX_ZYGOTE"] = "1" if mode == "zygote" else "0"
+            extra = ["--shm"] + (["--trusted"] if mode == "trusted" else [])
+            r = run_drive(args.drive, [shm_src], menv, extra)[0]
+            fail = judge("shm", r, {"OK"}, None, lis)
+            if not fail and mode == "zygote" and "zygote" not in r.get("warnings", ""):
+                fail = "did not run through the zygote: " + r.get("warnings", "")
+            results.append((mode, "shm_fd", fail is None, fail or "", 0))
     # side effects
     time.sleep(0.2)
     results.append(("harness", "no_connection_arrived", not lis.hits, "hits: %s" % lis.hits, 0))

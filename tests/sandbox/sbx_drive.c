@@ -5,7 +5,7 @@
  *
  *   sbx-drive [--trusted] [--cpu=S] [--wall=S] [--mem=BYTES] [--box=N]
  *             [--bars=N] [--repeat=K] [--prestart] [--workdir=DIR]
- *             [--cancel-after=S] [--kill-helpers] FILE...
+ *             [--cancel-after=S] [--kill-helpers] [--shm] FILE...
  *
  * For every FILE (a Python strategy), in order and in this one process (so
  * the zygote pool is shared between them): sbx_start, LOAD the source, DATA
@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -306,6 +307,13 @@ int main(int argc, char **argv)
 		else if (strncmp(a, "--workdir=", 10) == 0) o.spec.rw_workdir = a + 10;
 		else if (strncmp(a, "--cancel-after=", 15) == 0) o.cancel_after = atof(a + 15);
 		else if (strcmp(a, "--kill-helpers") == 0) o.kill_helpers = true;
+		else if (strcmp(a, "--shm") == 0) {
+			/* a memfd holding "shm-ok", handed to the host as fd 4 */
+			int fd = memfd_create("sbx-drive-shm", MFD_CLOEXEC);
+			if (fd < 0 || write(fd, "shm-ok", 6) != 6)
+				return 2;
+			o.spec.shm_fd = fd;
+		}
 		else { fprintf(stderr, "sbx-drive: unknown option %s\n", a); return 2; }
 	}
 	if (o.prestart) {
