@@ -59,11 +59,11 @@ static size_t pr_layout(int neg, const char *digs, int nd, int decpt, char *out)
 		memcpy(out + n, digs, (size_t)nd);
 		n += (size_t)nd;
 	} else if (decpt < nd) {
-		memcpy(out + n, digs, (size_t)decpt);
-		n += (size_t)decpt;
-		out[n++] = '.';
-		memcpy(out + n, digs + decpt, (size_t)(nd - decpt));
-		n += (size_t)(nd - decpt);
+		/* fixed-size copies (digs has 24 readable bytes, out PYREPR_MAX) */
+		memcpy(out + n, digs, 16);
+		memcpy(out + n + decpt + 1, digs + decpt, 17);
+		out[n + decpt] = '.';
+		n += (size_t)nd + 1;
 	} else {
 		memcpy(out + n, digs, (size_t)nd);
 		n += (size_t)nd;
@@ -100,6 +100,26 @@ static void pr_digits17(uint64_t v, char q[17])
 	q[0] = (char)('0' + hi / 100000000u);
 	pr_digits8((uint32_t)(hi % 100000000u), q + 1);
 	pr_digits8(lo, q + 9);
+}
+
+/*
+ * Add one unit in the last of the nd digits (nd may be 0: the step above
+ * everything, i.e. 10^17), carrying; strip trailing zeros. Returns the new
+ * digit count; *decpt grows by one when the carry runs out of digits.
+ */
+static int pr_round_up(char *digs, int nd, int *decpt)
+{
+	int i = nd - 1;
+	while (i >= 0 && digs[i] == '9')
+		digs[i--] = '0';
+	if (i < 0) {
+		digs[0] = '1';
+		(*decpt)++;
+		return 1;
+	}
+	digs[i]++;
+	nd = i + 1; /* everything after i is now 0 */
+	return nd;
 }
 
 struct pr_scaled {
@@ -173,18 +193,29 @@ static int pr_fast(double x, char *digs, int *decpt)
 		s.w_lo = (frac == 0 && bexp > 1) ? p10k : p10k << 1;
 		break;
 	}
-	/* Grid steps c = 10^j from fine to coarse; j = 0 always has a point
-	 * (the nearer of Q and Q+1) inside the interval, and validity is
-	 * monotone in j, so stop at the first step without one. qm = Q mod c
-	 * comes from Q's digits, so the loop needs no division. */
 	char q[17];
 	pr_digits17(s.Q, q);
+	*decpt = 17 - k;
+	/* Grid steps c = 10^j from fine to coarse: j = 0 always has a point
+	 * inside the interval (the nearer of Q and Q+1: the half-gap is at
+	 * least 0.55 units), validity is monotone in j, so stop at the first
+	 * step without one; qm = Q mod c comes from Q's digits (no division).
+	 * Most doubles need all 17 digits: if neither multiple of 10 next to
+	 * X is within reach, the answer is the nearer of Q and Q+1. */
+	unsigned d1 = (unsigned)(q[16] - '0');
+	if (d1 > (uint64_t)(s.w_lo >> s.sh) && 10 - d1 > (uint64_t)(s.w_hi >> s.sh) + 1) {
+		u128 half = (u128)1 << (s.sh - 1);
+		memcpy(digs, q, 17);
+		if (s.R > half || (s.R == half && (d1 & 1)))
+			return pr_round_up(digs, 17, decpt);
+		return 17;
+	}
+	u128 half = (u128)1 << (s.sh - 1);
 	uint64_t qm = 0;
-	int bestj = 0, bestup = 0;
-	for (int j = 0; j <= 17; j++) {
+	int bestj = 0, bestup = s.R > half || (s.R == half && (d1 & 1)); /* j = 0: the nearer */
+	for (int j = 1; j <= 17; j++) {
 		uint64_t c = pr_pow10[j];
-		if (j > 0)
-			qm += (uint64_t)(q[17 - j] - '0') * pr_pow10[j - 1];
+		qm += (uint64_t)(q[17 - j] - '0') * pr_pow10[j - 1];
 		u128 dlo = 0, dhi = 0;
 		int lo = pr_ok_below(&s, qm, &dlo);
 		int hi = pr_ok_above(&s, c - qm, &dhi);
@@ -203,25 +234,9 @@ static int pr_fast(double x, char *digs, int *decpt)
 		bestup = up;
 	}
 	int nd = 17 - bestj;
-	*decpt = 17 - k;
-	memcpy(digs, q, (size_t)nd);
-	if (bestup) {
-		int i = nd - 1;
-		while (i >= 0 && digs[i] == '9')
-			digs[i--] = '0';
-		if (i < 0) {
-			digs[0] = '1';
-			nd = 1;
-			(*decpt)++;
-		} else {
-			digs[i]++;
-		}
-	}
-	if (nd == 0) { /* the coarsest step rounded everything away: 10^17 */
-		digs[0] = '1';
-		nd = 1;
-		(*decpt)++;
-	}
+	memcpy(digs, q, 17);
+	if (bestup)
+		return pr_round_up(digs, nd, decpt);
 	while (nd > 1 && digs[nd - 1] == '0')
 		nd--;
 	return nd;
@@ -320,7 +335,7 @@ size_t pyrepr_double(double x, char out[PYREPR_MAX])
 		return n;
 	}
 	double ax = fabs(x);
-	char digs[24];
+	char digs[40];
 	int decpt = 0;
 	int nd = pr_fast(ax, digs, &decpt);
 	if (nd == 0)

@@ -24,8 +24,9 @@
 
 #include <stddef.h>
 
-/* Longest output including the NUL: "-2.2250738585072014e-308". */
-#define PYREPR_MAX 32
+/* Bytes the caller provides: the longest output is 24 characters plus the
+ * NUL ("-2.2250738585072014e-308"); the rest is room for fixed-size copies. */
+#define PYREPR_MAX 40
 
 /*
  * Write repr(x) into out (NUL-terminated) and return its length. NaN gives

@@ -5,7 +5,7 @@
  *   agenttest backtest --strategy FILE --dataset DIR [--dataset-version V]
  *       [--asset NAME] [--params JSON] [--kind auto|simulate|positions]
  *       [--fee-bps X] [--max-leverage X] [--audit] [--trusted] [--verify]
- *       [--artifacts DIR] [--cpu-seconds S] [--memory-mb M]
+ *       [--artifacts DIR | --no-artifacts] [--cpu-seconds S] [--memory-mb M]
  *
  * Prints the run result as one JSON object on stdout (run_id,
  * dataset_version, dataset_hash, code_hash, config_hash, metrics, audit,
@@ -18,10 +18,12 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,7 +45,7 @@ struct bt_opts {
 	const char  *strategy, *dataset, *version, *asset, *params, *artifacts;
 	enum bt_kind kind;
 	double       fee_bps, max_leverage, cpu_seconds, memory_mb;
-	int          audit, trusted, verify;
+	int          audit, trusted, verify, no_artifacts;
 };
 
 /* Usage text on out. */
@@ -53,7 +55,7 @@ static void bt_usage(FILE *out)
 		"usage: agenttest backtest --strategy FILE --dataset DIR [--dataset-version V]\n"
 		"           [--asset NAME] [--params JSON] [--kind auto|simulate|positions]\n"
 		"           [--fee-bps X] [--max-leverage X] [--audit] [--trusted] [--verify]\n"
-		"           [--artifacts DIR] [--cpu-seconds S] [--memory-mb M]\n"
+		"           [--artifacts DIR | --no-artifacts] [--cpu-seconds S] [--memory-mb M]\n"
 		"--dataset takes a dataset directory or a directory holding prices.csv.\n"
 		"--dataset-version defaults to the dataset's label, else $DATASET_VERSION, else v1.\n"
 		"--trusted runs the strategy without the sandbox (your own code only).\n"
@@ -83,6 +85,7 @@ static int bt_parse(int argc, char **argv, struct bt_opts *o)
 		{ "audit", no_argument, NULL, 'A' }, { "trusted", no_argument, NULL, 'T' },
 		{ "verify", no_argument, NULL, 'Y' }, { "artifacts", required_argument, NULL, 'o' },
 		{ "cpu-seconds", required_argument, NULL, 'c' }, { "memory-mb", required_argument, NULL, 'm' },
+		{ "no-artifacts", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	*o = (struct bt_opts){ .fee_bps = ENGINE_DEFAULT_FEE_BPS, .max_leverage = ENGINE_DEFAULT_MAX_LEVERAGE,
@@ -101,6 +104,7 @@ static int bt_parse(int argc, char **argv, struct bt_opts *o)
 		case 'A': o->audit = 1; break;
 		case 'T': o->trusted = 1; break;
 		case 'Y': o->verify = 1; break;
+		case 'N': o->no_artifacts = 1; break;
 		case 'k':
 			if ((k = bt_kind_parse(optarg)) < 0)
 				return cli_error(CLI_USAGE, "invalid_field", "--kind must be auto, simulate or positions");
@@ -207,24 +211,14 @@ static int bt_mkdirs(const char *path)
 	return mkdir(tmp, 0755) < 0 && errno != EEXIST ? -1 : 0;
 }
 
-/* Write "step,<col>" CSV of v[0..n) to dir/name with Python-repr floats. */
-static int bt_write_csv(const char *dir, const char *name, const char *col, const double *v, size_t n)
+/* Format rows [from, to) of "step,value\n" into b (Python-repr floats). */
+static void bt_csv_rows(struct buf *b, const double *v, size_t from, size_t to)
 {
-	char path[4200];
-	int k = snprintf(path, sizeof path, "%s/%s", dir, name);
-	if (k < 0 || (size_t)k >= sizeof path)
-		return -1;
-	FILE *f = fopen(path, "we");
-	if (!f)
-		return -1;
-	enum { CHUNK = 1 << 16 };
-	char *out = xmalloc(CHUNK + 64);
-	size_t len = (size_t)snprintf(out, CHUNK, "step,%s\n", col);
-	int rc = 0;
-	for (size_t i = 0; i < n && rc == 0; i++) {
+	for (size_t i = from; i < to; i++) {
+		buf_reserve(b, 24 + PYREPR_MAX + 2);
+		char *out = b->data + b->len;
 		char num[24];
-		size_t nl = 0;
-		size_t x = i;
+		size_t nl = 0, len = 0, x = i;
 		do {
 			num[nl++] = (char)('0' + x % 10);
 			x /= 10;
@@ -234,15 +228,66 @@ static int bt_write_csv(const char *dir, const char *name, const char *col, cons
 		out[len++] = ',';
 		len += pyrepr_double(v[i], out + len);
 		out[len++] = '\n';
-		if (len >= CHUNK) {
-			if (fwrite(out, 1, len, f) != len)
-				rc = -1;
-			len = 0;
-		}
+		b->len += len;
 	}
-	if (rc == 0 && len && fwrite(out, 1, len, f) != len)
-		rc = -1;
-	free(out);
+	if (b->data)
+		b->data[b->len] = '\0';
+}
+
+struct bt_csv_part {
+	const double *v;
+	size_t        from, to;
+	struct buf    out;
+};
+
+/* Thread body: format one part. */
+static void *bt_csv_thread(void *arg)
+{
+	struct bt_csv_part *p = arg;
+	bt_csv_rows(&p->out, p->v, p->from, p->to);
+	return NULL;
+}
+
+/*
+ * Write "step,<col>" CSV of v[0..n) to dir/name with Python-repr floats.
+ * Long series are formatted in two halves on two threads (formatting, not
+ * the disk, is the cost) and written in order.
+ */
+static int bt_write_csv(const char *dir, const char *name, const char *col, const double *v, size_t n)
+{
+	char path[4200];
+	int k = snprintf(path, sizeof path, "%s/%s", dir, name);
+	if (k < 0 || (size_t)k >= sizeof path)
+		return -1;
+	FILE *f = fopen(path, "we");
+	if (!f)
+		return -1;
+	struct bt_csv_part second = { .v = v, .from = n, .to = n, .out = BUF_INIT };
+	pthread_t th;
+	int threaded = 0;
+	if (n >= 200000) {
+		second.from = n / 2;
+		threaded = pthread_create(&th, NULL, bt_csv_thread, &second) == 0;
+		if (!threaded)
+			second.from = n;
+	}
+	int rc = fprintf(f, "step,%s\n", col) < 0 ? -1 : 0;
+	struct buf b = BUF_INIT;
+	enum { CHUNK = 1 << 16, ROWS = CHUNK / 48 };
+	for (size_t i = 0; i < second.from; i += ROWS) {
+		size_t to = i + ROWS < second.from ? i + ROWS : second.from;
+		buf_reset(&b);
+		bt_csv_rows(&b, v, i, to);
+		if (rc == 0 && fwrite(b.data, 1, b.len, f) != b.len)
+			rc = -1;
+	}
+	if (threaded) {
+		pthread_join(th, NULL);
+		if (rc == 0 && second.out.len && fwrite(second.out.data, 1, second.out.len, f) != second.out.len)
+			rc = -1;
+	}
+	buf_free(&b);
+	buf_free(&second.out);
 	if (fclose(f) != 0)
 		rc = -1;
 	return rc;
@@ -380,6 +425,8 @@ static int bt_config_hash(struct bt_run_ctx *x, enum bt_kind kind)
 /* Write equity.csv, positions.csv and host.log. 0 or exit status. */
 static int bt_write_artifacts(struct bt_run_ctx *x, const struct bt_result *res)
 {
+	if (x->o.no_artifacts)
+		return 0;
 	int n = snprintf(x->artdir, sizeof x->artdir, "%s/%s", x->o.artifacts, x->run_id);
 	if (n < 0 || (size_t)n >= sizeof x->artdir || bt_mkdirs(x->artdir) < 0)
 		return cli_error(CLI_INTERNAL, "internal", "cannot create the artifacts directory %s", x->artdir);
@@ -392,7 +439,7 @@ static int bt_write_artifacts(struct bt_run_ctx *x, const struct bt_result *res)
 /* Keep the tail of the host's stderr next to the equity (best effort). */
 static void bt_write_log(struct bt_run_ctx *x, const struct bt_result *res)
 {
-	if (!res->log_tail[0])
+	if (!res->log_tail[0] || x->o.no_artifacts)
 		return;
 	char path[4200];
 	int n = snprintf(path, sizeof path, "%s/host.log", x->artdir);
@@ -451,7 +498,10 @@ static void bt_print_result(struct bt_run_ctx *x, const struct bt_result *res, d
 	metrics_to_json(&res->metrics, &b);
 	buf_puts(&b, ",\"audit\":");
 	bt_audit_json(&b, &res->audit);
-	bt_kv_str(&b, "artifacts_dir", x->artdir, 0);
+	if (x->o.no_artifacts)
+		buf_puts(&b, ",\"artifacts_dir\":null");
+	else
+		bt_kv_str(&b, "artifacts_dir", x->artdir, 0);
 	bt_kv_str(&b, "sandbox", x->o.trusted ? "trusted" : "confined", 0);
 	double py = res->timing.startup_s + res->timing.load_s + res->timing.host_s + res->timing.shutdown_s;
 	buf_puts(&b, ",\"timing\":{\"cli_s\":");
@@ -464,6 +514,14 @@ static void bt_print_result(struct bt_run_ctx *x, const struct bt_result *res, d
 	bt_kv_num(&b, "artifacts_s", x->art_s);
 	bt_kv_num(&b, "python_s", py);
 	bt_kv_num(&b, "overhead_s", cli_s - py);
+	/* CPU seconds: robust on a busy machine, where wall splits are not */
+	struct rusage ru;
+	double c_cpu = 0;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		c_cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+			(double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+	bt_kv_num(&b, "python_cpu_s", res->verdict.cpu_seconds);
+	bt_kv_num(&b, "c_cpu_s", c_cpu);
 	buf_puts(&b, "}}\n");
 	fwrite(b.data, 1, b.len, stdout);
 	buf_free(&b);
@@ -495,7 +553,7 @@ static int bt_execute(struct bt_run_ctx *x, double t0)
 	x->art_rc = -1;
 	struct bt_result res;
 	if (bt_run(&rq, &res) != EV_OK) {
-		if (x->art_rc >= 0)
+		if (x->art_rc >= 0 && !x->o.no_artifacts)
 			bt_remove_artifacts(x);
 		rc = bt_print_error(&res);
 	} else if ((rc = bt_config_hash(x, res.kind)) == 0) {
