@@ -214,11 +214,36 @@ export async function render(ctx) {
     btn.textContent = 'Verifying…';
     try {
       const res = await post(`/runs/${encodeURIComponent(id)}/verify`, { wait: 30 });
-      const same = pick(res, 'identical', 'reproducible', 'ok', 'match');
-      announce(same ? 'Verified: identical results' : 'Verification found a difference');
+      const vrun = pick(res, 'verification_run_id');
+      // the recorded result of *this* verification (an older one may be on the run)
+      const result = (r) => {
+        const v = r.verification || r.verify;
+        return v && typeof v === 'object' && (!vrun || !v.verification_run_id || v.verification_run_id === vrun) ? v : null;
+      };
+      const tell = (v) => announce(v.identical ? 'Verified: identical results' : 'Verification found a difference');
       run = await api(`/runs/${encodeURIComponent(id)}`);
-      if (!run.verify && !run.verification) run.verification = res;
+      if (result(run)) {
+        tell(result(run));
+        draw();
+        return;
+      }
+      // not finished within the wait: show it pending and follow the verification run
+      run.verification = { verification_run_id: vrun, pending: true };
       draw();
+      poll(async () => {
+        const r = await api(`/runs/${encodeURIComponent(id)}`, { signal: ctx.signal });
+        if (result(r)) { run = r; tell(result(r)); draw(); return 'done'; }
+        if (vrun) {
+          const vr = await api(`/runs/${encodeURIComponent(vrun)}`, { signal: ctx.signal });
+          if (vr.status === 'failed' || vr.status === 'cancelled') {
+            run.verification = { verification_run_id: vrun, failed: vr.error || { code: vr.status } };
+            announce('The verification run failed');
+            draw();
+            return 'done';
+          }
+        }
+        return 'same';
+      }, { min: 1000, max: 5000, signal: ctx.signal });
     } catch (e) {
       btn.disabled = false;
       btn.textContent = 'Verify reproducibility';
@@ -272,10 +297,12 @@ export async function render(ctx) {
       const vrun = pick(ver, 'verification_run_id');
       body.append(h('section', { class: 'panel', 'aria-labelledby': 'run-verify', 'data-testid': 'verification' },
         h('h2', { id: 'run-verify' }, 'Reproducibility check'),
-        h('p', null, h('span', { class: `badge ${same === true ? 'st-completed' : same === false ? 'st-failed' : 'st-unknown'}` },
-          same === true ? 'identical' : same === false ? 'different' : 'pending'), ' ',
+        h('p', { role: 'status' }, h('span', { class: `badge ${same === true ? 'st-completed' : same === false || ver.failed ? 'st-failed' : 'st-running'}` },
+          same === true ? 'identical' : same === false ? 'different' : ver.failed ? 'failed' : 'running'), ' ',
         same === true ? 'Re-executed from the pinned code, dataset and config: metrics and equity curve are byte-identical.'
-          : same === false ? 'Re-executed from the pinned code, dataset and config: the results differ.' : ''),
+          : same === false ? 'Re-executed from the pinned code, dataset and config: the results differ.'
+            : ver.failed ? `The verification run failed${ver.failed.code ? ` (${ver.failed.code})` : ''}${ver.failed.message ? `: ${ver.failed.message}` : ''}.`
+              : 'The verification run is executing… this updates by itself.'),
         dl([
           ['First difference', ver.first_difference ? fmtValue('first_difference', ver.first_difference) : null],
           ['Verification run', vrun ? link(`#/runs/${encodeURIComponent(vrun)}`, shortId(vrun), { title: String(vrun) }) : null],
