@@ -164,6 +164,8 @@ test('verify reproducibility from the run page', { timeout: RUN_TIMEOUT }, async
   await page.getByRole('button', { name: 'Verify reproducibility' }).click();
   const panel = page.getByTestId('verification');
   await panel.waitFor({ timeout: 60000 });
+  // the result may arrive after the request's own wait: the page follows it
+  await panel.locator('.badge.st-completed, .badge.st-failed').waitFor({ timeout: RUN_TIMEOUT - 10000 });
   const text = await panel.textContent();
   assert.match(text, /byte-identical/, text);
   await shot(page, 'run-verified');
