@@ -163,11 +163,12 @@ CH_API char *ch_catalog_json(const char *const *fields, size_t n);
 /* ---- scoring ------------------------------------------------------------ */
 
 /*
- * Select the challenge's assets from `m` and align them for `mode` (see the
- * top of this file). Fails (CH_ERR_INPUT) on malformed markets, CH_ERR_EVAL
- * when fewer assets are available than the challenge needs is NOT checked
- * here (scoring reports it with the original's message). *out must be freed
- * with ch_prepared_free.
+ * Select the challenge's assets from `m` (those present, in the challenge's
+ * order) and align them for `mode` (see the top of this file). Fails with
+ * CH_ERR_INPUT on a malformed market, a single-asset challenge whose asset is
+ * absent, or (strict) timestamps off the 1-minute grid; too few assets for a
+ * multi-asset challenge is left to scoring, which reports it with the
+ * original's message. *out must be freed with ch_prepared_free.
  */
 CH_API enum ch_err ch_prepare(const struct ch_def *def, enum ch_mode mode,
     const struct ch_market *m, struct ch_prepared **out, char *err, size_t errlen);
