@@ -8,7 +8,7 @@ import { num, statusBadge, isActive, when, label } from '../format.js';
 import { chart } from '../chart.js';
 import { poll } from '../poll.js';
 import { announce } from '../app.js';
-import { pageHead, pick, unavailable, challengeMap } from './common.js';
+import { pageHead, pick, unavailable, challengeMap, shortId } from './common.js';
 
 /** windowKey(primary, windows): the per-window field of the headline metric. */
 export function windowKey(primary, windows) {
@@ -88,7 +88,8 @@ function resultPanels(ctx, ev, ch, box) {
 export async function render(ctx) {
   const root = clear(ctx.main);
   const id = ctx.params.id;
-  root.append(pageHead(ctx, `Evaluation #${id}`));
+  root.append(pageHead(ctx, `Evaluation ${shortId(id)}`));
+  root.querySelector('h1').title = id;
   let ev;
   try {
     ev = await api(`/api/evaluations/${encodeURIComponent(id)}`);

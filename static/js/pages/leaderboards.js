@@ -166,7 +166,7 @@ async function challengeBoard(ctx, root, name, challenges) {
   let rank = 0;
   root.append(table([
     { label: 'Rank', num: true, cell: (r) => (r.baseline ? '—' : num(pick(r, 'rank') ?? (rank += 1))) },
-    { label: 'Submission', cell: (r) => (r.baseline ? h('span', { 'data-testid': 'baseline-row' }, 'Baseline (uninformed guess)') : link(`#/evaluations/${encodeURIComponent(pick(r, 'evaluation_id', 'id'))}`, `evaluation #${pick(r, 'evaluation_id', 'id')}`)) },
+    { label: 'Submission', cell: (r) => (r.baseline ? h('span', { 'data-testid': 'baseline-row' }, 'Baseline (uninformed guess)') : link(`#/evaluations/${encodeURIComponent(pick(r, 'evaluation_id', 'id'))}`, `evaluation ${shortId(pick(r, 'evaluation_id', 'id'))}`)) },
     { label: 'Owner', cell: (r) => (r.baseline ? '' : String(pick(r, 'owner', 'user') ?? '—')) },
     { label: info.label || metric, num: true, cell: (r) => num(r.baseline ? r.value : val(r), 5) },
     { label: 'Completed', cell: (r) => (r.baseline ? '' : ago(pick(r, 'completed_at', 'created_at'))) },

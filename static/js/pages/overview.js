@@ -5,7 +5,7 @@ import { api, qs, rows } from '../api.js';
 import { h, clear, table, link } from '../dom.js';
 import { num, hash, when, statusBadge, ago, toDate, isActive } from '../format.js';
 import { poll } from '../poll.js';
-import { pageHead, pick, runsTable, unavailable, intervalText, datasetList } from './common.js';
+import { pageHead, pick, runsTable, unavailable, intervalText, datasetList, shortId } from './common.js';
 
 const HOUR = 3600 * 1000;
 
@@ -75,7 +75,7 @@ function evaluationsPanel(list, err) {
     return p;
   }
   p.append(table([
-    { label: 'Evaluation', cell: (e) => link(`#/evaluations/${encodeURIComponent(pick(e, 'evaluation_id', 'id'))}`, `#${pick(e, 'evaluation_id', 'id')}`) },
+    { label: 'Evaluation', cell: (e) => link(`#/evaluations/${encodeURIComponent(pick(e, 'evaluation_id', 'id'))}`, shortId(pick(e, 'evaluation_id', 'id'))) },
     { label: 'Challenge', cell: (e) => pick(e, 'challenge') || '—' },
     { label: 'Status', cell: (e) => statusBadge(e.status) },
     { label: 'Queued', cell: (e) => ago(pick(e, 'queued_at', 'created_at')) },
