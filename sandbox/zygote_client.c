@@ -5,10 +5,14 @@
  * (zygote_sup.c) started by this library with one end of a SOCK_SEQPACKET
  * socket as fd 3; it keeps a Python zygote with numpy (and pandas, ...)
  * imported and serves one run at a time. The pool holds up to
- * $AGENTTEST_SANDBOX_ZYGOTES helpers (default 2), started on first use or
- * by sbx_prestart(). sbx_start takes an idle helper (starting one if the
- * pool has room; else the caller falls back to the one-shot helper), sends
- * it the request and the caller-side pipe ends, and marks it busy;
+ * $AGENTTEST_SANDBOX_ZYGOTES helpers (default 2), started by sbx_prestart()
+ * (which waits until they are ready) or warmed up from the second sbx_start
+ * of the process on (a process that makes a single run never pays for a
+ * zygote). A helper reports "R" once its zygote has imported everything.
+ * sbx_start takes an idle, ready helper; when there is none it starts one
+ * in the background (if the pool has room and none is starting) and the
+ * caller runs this one on the one-shot helper. It sends the request and
+ * the caller-side pipe ends and marks the helper busy;
  * sbx_finish marks it idle again once the verdict pipe reaches EOF. A
  * helper that died (send fails, or a run ends without a verdict) is reaped
  * and replaced on the next start. A mutex makes the pool safe for threaded
@@ -17,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -36,12 +41,14 @@
 struct zhelper {
 	pid_t pid;     /* -1: slot empty */
 	int   ctl;
+	bool  ready;   /* its zygote has finished importing ("R" received) */
 	bool  busy;
 };
 
 static pthread_mutex_t zlock = PTHREAD_MUTEX_INITIALIZER;
 static struct zhelper zpool[ZPOOL_MAX];
 static bool zinit;
+static unsigned zstarts;   /* sbx_start calls seen: warm up from the second on */
 
 /* Pool size from the environment (1..ZPOOL_MAX, default 2). */
 static int pool_size(void)
@@ -69,6 +76,7 @@ static void zdrop(struct zhelper *z)
 	z->pid = -1;
 	z->ctl = -1;
 	z->busy = false;
+	z->ready = false;
 }
 
 /* Start one helper into *z. Caller holds zlock. Returns 0 or -1. */
@@ -119,7 +127,26 @@ static int zspawn(struct zhelper *z, char *err, size_t errlen)
 	z->pid = pid;
 	z->ctl = sp[0];
 	z->busy = false;
+	z->ready = false;
 	return 0;
+}
+
+/* Learn whether a starting helper is ready (its "R"), waiting up to
+ * timeout_ms (0: just look). A helper that died is dropped. Caller holds
+ * zlock. */
+static void zcheck(struct zhelper *z, int timeout_ms)
+{
+	if (z->pid <= 0 || z->ready)
+		return;
+	struct pollfd pfd = { .fd = z->ctl, .events = POLLIN };
+	if (poll(&pfd, 1, timeout_ms) <= 0)
+		return;
+	char c = 0;
+	ssize_t n = recv(z->ctl, &c, 1, MSG_DONTWAIT);
+	if (n == 1 && c == 'R')
+		z->ready = true;
+	else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) || (n == 1 && c != 'R'))
+		zdrop(z);
 }
 
 /* Initialize the pool slots once. Caller holds zlock. */
@@ -139,16 +166,21 @@ int sbx_prestart(unsigned n, char *err, size_t errlen)
 	zpool_init();
 	int cap = pool_size();
 	for (int i = 0; i < cap && started < (int)n; i++) {
-		if (zpool[i].pid > 0) {
-			started++;
-			continue;
-		}
-		if (zspawn(&zpool[i], err, errlen) < 0) {
+		if (zpool[i].pid <= 0 && zspawn(&zpool[i], err, errlen) < 0) {
 			rc = -1;
 			break;
 		}
 		started++;
 	}
+	/* wait (bounded) until they have imported everything */
+	for (int i = 0; i < cap && rc == 0; i++)
+		for (int t = 0; zpool[i].pid > 0 && !zpool[i].ready && t < 600; t++)
+			zcheck(&zpool[i], 100);
+	for (int i = 0, k = 0; i < cap && rc == 0 && k < started; i++, k++)
+		if (zpool[i].pid <= 0 || !zpool[i].ready) {
+			snprintf(err, errlen, "zygote did not become ready");
+			rc = -1;
+		}
 	pthread_mutex_unlock(&zlock);
 	return rc;
 }
@@ -219,16 +251,26 @@ int sbx_zygote_start(const struct sbx_spec *spec, struct sbx_run *run, char *err
 	zpool_init();
 	zreap();
 	int cap = pool_size();
+	bool warm = zstarts++ > 0;  /* a single-run process never starts a zygote */
 	for (int attempt = 0; attempt < 2; attempt++) {
 		z = NULL;
+		for (int i = 0; i < cap; i++)
+			zcheck(&zpool[i], 0);
 		for (int i = 0; i < cap && !z; i++)
-			if (zpool[i].pid > 0 && !zpool[i].busy)
+			if (zpool[i].pid > 0 && zpool[i].ready && !zpool[i].busy)
 				z = &zpool[i];
-		for (int i = 0; i < cap && !z; i++)
-			if (zpool[i].pid <= 0 && zspawn(&zpool[i], err, errlen) == 0)
-				z = &zpool[i];
-		if (!z)
+		if (!z) {
+			/* none ready and idle: warm one up for later, run one-shot now */
+			bool starting = false;
+			for (int i = 0; i < cap; i++)
+				starting |= zpool[i].pid > 0 && !zpool[i].ready;
+			for (int i = 0; i < cap && warm && !starting; i++)
+				if (zpool[i].pid <= 0) {
+					zspawn(&zpool[i], err, errlen);
+					break;
+				}
 			break;
+		}
 		int fds[5] = { p.in[0], p.out[1], p.log[1], p.verdict[1], spec->shm_fd };
 		if (zsend(z, &rq, fds, rq.has_shm ? 5 : 4) == 0)
 			break;

@@ -11,7 +11,8 @@
  *     created with CLONE_PARENT and belong to this helper. It execs
  *     `python3 zygote.py SO HOSTDIR PRELOAD`, which imports the preloaded
  *     modules and the host, compiles the seccomp policy (sbx_zygote_init)
- *     and waits for spawn orders on fd 3.
+ *     and says "R" on fd 3 (which we pass on to the client), then waits for
+ *     spawn orders there.
  *   per run: the client sends a request with the caller's four pipe ends on
  *     the control socket; we create the run's cgroup, open its
  *     cgroup.procs files, make the relay and sync pipes and send the spawn
@@ -314,6 +315,19 @@ int sbx_zygote_main(int ctl_fd, const struct sbx_root_opts *root, bool no_cgroup
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (start_zygote(&z, root, err, sizeof err) < 0) {
 		fprintf(stderr, "agenttest-sandbox: %s\n", err);
+		return 2;
+	}
+	/* the zygote says "R" once it has imported everything; pass it on */
+	char ready = 0;
+	ssize_t got;
+	do
+		got = read(z.zsock, &ready, 1);
+	while (got < 0 && errno == EINTR);
+	if (got != 1 || ready != 'R' || send(ctl_fd, "R", 1, MSG_NOSIGNAL) != 1) {
+		fprintf(stderr, "agenttest-sandbox: the zygote did not start\n");
+		kill(z.zpid, SIGKILL);
+		while (waitpid(z.zpid, NULL, 0) < 0 && errno == EINTR)
+			;
 		return 2;
 	}
 	for (;;) {

@@ -70,6 +70,7 @@ def main():
     if lib.sbx_zygote_init() != 0:
         _fail("cannot compile the seccomp policy")
     ctl = socket.socket(fileno=3)
+    ctl.send(b"R")  # ready: everything is imported
     fd_size = array.array("i").itemsize
     while True:
         try:

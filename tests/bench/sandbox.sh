@@ -91,7 +91,7 @@ for mode in zygote oneshot trusted; do
   n=$ZRUNS
   [ $mode = zygote ] || n=$(( ZRUNS / 4 + 2 ))
   AGENTTEST_SANDBOX_ZYGOTE=$([ $mode = zygote ] && echo 1 || echo 0) \
-    build/release/tests/sandbox/sbx-drive "${extra[@]}" --bars=1000 --repeat="$n" "$tmp/s.py" > "$tmp/$mode.jsonl"
+    build/release/tests/sandbox/sbx-drive "${extra[@]}" $([ $mode = zygote ] && echo --prestart) --bars=1000 --repeat="$n" "$tmp/s.py" > "$tmp/$mode.jsonl"
   "$PY" - "$tmp/$mode.jsonl" "$mode" <<'PYEOF'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]

@@ -422,9 +422,10 @@ def main():
         for n in leak_names:
             files += [paths[n + "_0"], paths[n + "_1"]]
         t0 = time.time()
-        res = run_drive(args.drive, files, menv) if files else []
+        pre = ["--prestart"] if mode == "zygote" else []
+        res = run_drive(args.drive, files, menv, pre) if files else []
         if slow:
-            sres = run_drive(args.drive, [paths[n] for n in slow], menv, SLOW_LIMITS)
+            sres = run_drive(args.drive, [paths[n] for n in slow], menv, pre + SLOW_LIMITS)
             res = res[:len(names)] + sres + res[len(names):]
             names = names + slow
         dt = (time.time() - t0) / max(len(files) + len(slow), 1)
@@ -451,8 +452,9 @@ def main():
             menv = dict(env)
             menv["AGENTTEST_SANDBOX_ZYGOTE"] = "1" if mode == "zygote" else "0"
             t0 = time.time()
-            pa = subprocess.Popen([args.drive, "--box=11", sleeper], env=menv, stdout=subprocess.PIPE)
-            rb = run_drive(args.drive, [spy], menv, ["--box=12"])[0]
+            pre = ["--prestart"] if mode == "zygote" else []
+            pa = subprocess.Popen([args.drive, "--box=11"] + pre + [sleeper], env=menv, stdout=subprocess.PIPE)
+            rb = run_drive(args.drive, [spy], menv, ["--box=12"] + pre)[0]
             ra = json.loads(pa.communicate(timeout=120)[0].decode().splitlines()[0])
             fail = judge("spy", rb, {"OK"}, None, lis) or judge("sleeper", ra, {"OK"}, None, lis)
             results.append((mode, "concurrent_isolation", fail is None, fail or "", time.time() - t0))
@@ -480,7 +482,7 @@ def main():
             f.write(RET)
         menv = dict(env)
         menv["AGENTTEST_SANDBOX_ZYGOTE"] = "1"
-        rs = run_drive(args.drive, [ok_src, ok_src, ok_src], menv, ["--kill-helpers"])
+        rs = run_drive(args.drive, [ok_src, ok_src, ok_src], menv, ["--prestart", "--kill-helpers"])
         fail = None
         for r in rs:
             fail = fail or judge("restart", r, {"OK"}, None, lis)
@@ -495,7 +497,8 @@ def main():
         for mode in ("zygote", "oneshot"):
             menv = dict(env)
             menv["AGENTTEST_SANDBOX_ZYGOTE"] = "1" if mode == "zygote" else "0"
-            r = run_drive(args.drive, [slp], menv, ["--wall=60", "--cpu=60", "--cancel-after=1"])[0]
+            pre = ["--prestart"] if mode == "zygote" else []
+            r = run_drive(args.drive, [slp], menv, ["--wall=60", "--cpu=60", "--cancel-after=1"] + pre)[0]
             fail = judge("cancel", r, {"SG"}, None, lis)
             if not fail and ("cancelled" not in r.get("message", "") or r.get("time_wall", 99) > 10):
                 fail = "not cancelled promptly: %s %s" % (r.get("message"), r.get("time_wall"))
@@ -509,7 +512,7 @@ def main():
         for mode in ("zygote", "oneshot", "trusted"):
             menv = dict(env)
             menv["AGENTTEST_SANDBOX_ZYGOTE"] = "1" if mode == "zygote" else "0"
-            extra = ["--shm"] + (["--trusted"] if mode == "trusted" else [])
+            extra = ["--shm"] + (["--trusted"] if mode == "trusted" else []) + (["--prestart"] if mode == "zygote" else [])
             r = run_drive(args.drive, [shm_src], menv, extra)[0]
             fail = judge("shm", r, {"OK"}, None, lis)
             if not fail and mode == "zygote" and "zygote" not in r.get("warnings", ""):

@@ -35,7 +35,7 @@
 struct opts {
 	struct sbx_spec spec;
 	double cancel_after;   /* > 0: sbx_kill this many seconds after start */
-	bool kill_helpers;     /* SIGKILL our own child processes between runs */
+	bool kill_helpers;     /* SIGKILL our own child processes before the second run */
 	unsigned bars;
 	unsigned repeat;
 	bool prestart;
@@ -266,7 +266,8 @@ static int one_run(const struct opts *o, const char *path)
 }
 
 /* SIGKILL every child process of ours (between runs these are only the
- * zygote helpers of the library's pool): the next run must survive it. */
+ * zygote helpers of the library's pool): the next run must survive it (on
+ * the one-shot helper) and the pool must recover (checked on the third). */
 static void kill_children(void)
 {
 	char path[64], buf[4096];
@@ -324,8 +325,13 @@ int main(int argc, char **argv)
 	int rc = 0;
 	for (unsigned k = 0; k < o.repeat; k++)
 		for (int j = i; j < argc; j++) {
-			if (o.kill_helpers && (k > 0 || j > i))
+			if (o.kill_helpers && k * (unsigned)(argc - i) + (unsigned)(j - i) == 1)
 				kill_children();
+			if (o.kill_helpers && k * (unsigned)(argc - i) + (unsigned)(j - i) == 2) {
+				char err[256];   /* the replacement must come up */
+				if (sbx_prestart(1, err, sizeof err) < 0)
+					fprintf(stderr, "sbx-drive: prestart: %s\n", err);
+			}
 			rc |= one_run(&o, argv[j]);
 		}
 	return rc;
