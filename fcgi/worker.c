@@ -118,7 +118,10 @@ static void worker_wait(FCGX_Request *req, int listen_fd)
 		if (n < 0 || p[0].revents != 0)
 			return; /* data, EOF or error on the kept connection: let libfcgi see it */
 		if (p[1].revents & POLLIN) {
+			/* nothing unread on it (no POLLIN): close at once, no lingering */
+			req->detached = 1;
 			FCGX_Free(req, 1);
+			req->detached = 0;
 			return;
 		}
 	}
