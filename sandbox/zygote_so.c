@@ -54,7 +54,7 @@ __attribute__((visibility("default"))) int sbx_zygote_init(void)
 static void child_confine(const struct sbx_zspawn *z, const int *fds_in, int nfds)
 {
 	char err[256] = "";
-	int fds[SBX_ZSPAWN_FDS + 4];
+	int fds[SBX_ZSPAWN_FDS + 4] = { -1, -1, -1, -1, -1, -1, -1, -1, -1 };
 	/* move everything above 100 first: the shared memory must become fd 4 */
 	for (int i = 0; i < nfds; i++) {
 		fds[i] = fcntl(fds_in[i], F_DUPFD_CLOEXEC, 100);
