@@ -286,6 +286,13 @@ static void shm_put_bar(struct shm *s, const struct ch_market *m, size_t t)
 		s->cg[k][t] = s->cg_src[k][t];
 }
 
+/* qsort order of uint32_t. */
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
 /* Monotonic nanoseconds. */
 static inline int64_t now_ns(void)
 {
@@ -519,18 +526,25 @@ static int s_loop(struct sctx *c)
 	for (size_t t = 0; t < w && t < bars; t++)
 		shm_put_bar(s, rq->m, t);
 	double t0 = proto_now();
+	uint32_t *plat = xcalloc(rows + 1, sizeof *plat);  /* per-step platform ns (saturated) */
 	for (size_t t = w; t < bars; t++) {
+		int64_t s0 = now_ns();
+		uint64_t h0 = last_ns;
 		shm_put_bar(s, rq->m, t);
 		post(s, ++seq, CMD_STEP, (int64_t)t);
-		if (wait_host(c, seq, &ewma, &last_ns, cap) < 0)
+		if (wait_host(c, seq, &ewma, &last_ns, cap) < 0) {
+			free(plat);
 			return -1;
+		}
 		if (__atomic_load_n(&s->ctl->status, __ATOMIC_ACQUIRE) != 0) {
 			recv_frame(c, 0xffff); /* the ERROR frame the host sent first */
+			free(plat);
 			return -1;
 		}
 		uint32_t d = __atomic_load_n(&s->ctl->dim, __ATOMIC_RELAXED);
 		if (d > STREAM_MAX_DIM) {
 			sfail(c, EV_BAD_OUTPUT, "embedding at t=%zu has %u values, more than %u", t, d, STREAM_MAX_DIM);
+			free(plat);
 			return -1;
 		}
 		if (t == w) {
@@ -540,11 +554,20 @@ static int s_loop(struct sctx *c)
 		} else if (d != dim) {
 			sfail(c, EV_BAD_OUTPUT,
 			      "embedding rows of different lengths: t=%zu has %u values, t=%zu had %zu", t, d, w, dim);
+			free(plat);
 			return -1;
 		}
 		memcpy(res->emb + (t - w) * dim, s->slot, dim * sizeof(float));
 		res->rows++;
+		int64_t step = now_ns() - s0 - (int64_t)(last_ns - h0);
+		plat[t - w] = step <= 0 ? 0 : step > UINT32_MAX ? UINT32_MAX : (uint32_t)step;
 	}
+	if (rows) {
+		qsort(plat, rows, sizeof *plat, cmp_u32);
+		res->st.platform_us_p50 = plat[rows / 2] / 1000.0;
+		res->st.platform_us_p90 = plat[rows * 9 / 10] / 1000.0;
+	}
+	free(plat);
 	res->st.loop_s = proto_now() - t0;
 	res->st.steps = res->rows;
 	post(s, ++seq, CMD_DONE, -1);
@@ -679,6 +702,8 @@ json_object *stream_stats_json(const struct stream_stats *st)
 	json_object_object_add(o, "strategy_s", json_object_new_double(st->strategy_s));
 	json_object_object_add(o, "strategy_us_per_step", json_object_new_double(st->strategy_s * per));
 	json_object_object_add(o, "platform_us_per_step", json_object_new_double((plat > 0 ? plat : 0) * per));
+	json_object_object_add(o, "platform_us_p50", json_object_new_double(st->platform_us_p50));
+	json_object_object_add(o, "platform_us_p90", json_object_new_double(st->platform_us_p90));
 	json_object_object_add(o, "runner_sleeps", json_object_new_int64((int64_t)st->runner_sleeps));
 	json_object_object_add(o, "shm_bytes", json_object_new_int64((int64_t)st->shm_bytes));
 	return o;
