@@ -13,7 +13,7 @@
 #define BIN_STEP 4000
 #define BIN_MIN_STRICT 200
 
-/* sklearn's message for non-finite scores of dtype `dt`, or NULL if finite. */
+/* sklearn's message for non-finite scores (inf_msg names the dtype), or NULL. */
 static const char *bin_sklearn_check(const double *s, size_t n, const char *inf_msg)
 {
 	bool inf = false;
@@ -30,7 +30,7 @@ enum ch_err ch_score_binary(const struct ch_job *j, json_object **result)
 {
 	const struct ch_prepared *p = j->p;
 	bool strict = p->mode != CH_MODE_MANTIS;
-	size_t T = p->m.T, h = p->def->horizon, nspans = 0, nlab = 0;
+	size_t T = p->m.T, h = p->def->horizon, nspans = 0;
 	long n_usable = (long)(T > h ? T - h : 0) - (long)j->warmup;
 	int32_t *lab = NULL;
 	struct ch_span *sp = NULL;
@@ -46,8 +46,7 @@ enum ch_err ch_score_binary(const struct ch_job *j, json_object **result)
 		return strict ? ch_fail_dim(j, result, 1) : ch_fail(j, result, CH_ERR_PREDICTION,
 		    "index 0 is out of bounds for axis 1 with size 0");
 	lab = xcalloc(T, sizeof *lab);
-	nlab = ch_binary_labels(p->m.close[0], T, h, p->mode, lab);
-	(void)nlab;
+	ch_binary_labels(p->m.close[0], T, h, p->mode, lab);
 	hs = j->holdout_start > (long)j->warmup ? (size_t)j->holdout_start - j->warmup : 0;
 	nspans = ch_grid(BIN_FIRST, BIN_STEP, (size_t)n_usable, hs, p->mode,
 	    strict ? BIN_MIN_STRICT : 0, &sp);

@@ -117,8 +117,8 @@ enum ch_err ch_score_xsec(const struct ch_job *j, json_object **result)
 	ret = xcalloc(xmul(n, A), sizeof *ret);
 	valid = xcalloc(n, 1);
 	if (fund) {
-		const double *nulls[CH_MAX_ASSETS] = { NULL };
-		ch_diff_returns(p->m.fields ? p->m.fields : nulls, A, T, h, ret, valid);
+		/* ch_prepare gives a funding challenge one (maybe NULL) column per asset */
+		ch_diff_returns(p->m.fields, A, T, h, ret, valid);
 	} else {
 		ch_xsec_returns(p->m.close, A, T, h, ret, valid);
 	}
