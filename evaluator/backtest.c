@@ -667,8 +667,11 @@ json_object *bt_error_json(const struct bt_result *res)
 	json_object_object_add(o, "code", json_object_new_string(ev_errcode(res->err)));
 	json_object_object_add(o, "detail", json_object_new_string(res->detail));
 	if (res->extra) {
-		json_object_object_foreach(res->extra, k, v)
-			json_object_object_add(o, k, json_object_get(v));
+		struct json_object_iterator it = json_object_iter_begin(res->extra);
+		struct json_object_iterator end = json_object_iter_end(res->extra);
+		for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it))
+			json_object_object_add(o, json_object_iter_peek_name(&it),
+					       json_object_get(json_object_iter_peek_value(&it)));
 	}
 	return o;
 }

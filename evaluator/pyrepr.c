@@ -169,7 +169,8 @@ static int pr_fast(double x, char *digs, int *decpt)
 	/* floor(log10(x)) from the binary exponent (78913 / 2^18 ~ log10(2));
 	 * off by at most one, which the loop below corrects. */
 	int e2 = bexp - 1023;
-	int k = 16 - ((e2 * 78913) >> 18);
+	int fl = e2 >= 0 ? (e2 * 78913) >> 18 : -(((-e2) * 78913 + 262143) >> 18);
+	int k = 16 - fl;
 	struct pr_scaled s;
 	s.sh = 2 - e;
 	s.even = (m & 1) == 0;
