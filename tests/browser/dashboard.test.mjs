@@ -299,7 +299,12 @@ test('submit a signal for a challenge and see the per-window chart', { timeout: 
   assert.match(head, /baseline/);
   const periods = await page.locator('table.data .badge.holdout, table.data .badge.dev').allTextContents();
   assert.ok(periods.includes('holdout'), 'holdout windows marked');
+  assert.ok(periods.includes('dev'), 'dev windows marked');
   await shot(page, 'evaluation-completed');
+  // ranked on the challenge's leaderboard, next to the baseline
+  await open(page, `#/leaderboards/challenge/${encodeURIComponent(made.challenge)}`);
+  await page.locator(`a[href="#/evaluations/${made.evaluationId}"]`).waitFor();
+  assert.ok(await page.getByTestId('baseline-row').isVisible(), 'the baseline is a row of the board');
 });
 
 /** Every page the session has reached, for the accessibility and phone checks. */

@@ -161,8 +161,9 @@ async function challengeBoard(ctx, root, name, challenges) {
     if (i < 0) i = withBase.length;
     withBase.splice(i, 0, b);
   }
+  const what = String(ch.short || ch.desc || '').replace(/[.\s]*$/, '');
   root.append(h('p', { class: 'muted' },
-    `${ch.short || ch.desc || ''} Ranked by ${info.label || metric} (${dir} is better) on the holdout windows.`));
+    `${what ? `${what}. ` : ''}Ranked by ${info.label || metric} (${dir} is better) on the holdout windows.`));
   let rank = 0;
   root.append(table([
     { label: 'Rank', num: true, cell: (r) => (r.baseline ? '—' : num(pick(r, 'rank') ?? (rank += 1))) },
