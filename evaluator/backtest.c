@@ -148,6 +148,9 @@ static void bt_host_error(struct bt_ctx *c)
 	const char *msg = bt_str(m, "message", "", 4096);
 	enum ev_err e = strcmp(code, "bad_output") == 0 ? EV_BAD_OUTPUT :
 			strcmp(code, "internal") == 0 ? EV_INTERNAL : EV_STRATEGY_ERROR;
+	/* an allocation refused under the sandbox's memory cap */
+	if (e == EV_STRATEGY_ERROR && strcmp(type, "MemoryError") == 0)
+		e = EV_MEMORY_LIMIT;
 	if (e == EV_BAD_OUTPUT)
 		bt_fail(c, e, "%s", msg);
 	else

@@ -418,3 +418,9 @@ def test_confined_default(tmp_path, demo):
     assert err["exception"]["type"] in ("PermissionError", "FileNotFoundError", "OSError")
     err = fail(["--strategy", EXAMPLES / "momentum_lookahead.py", "--dataset", demo, "--audit",
                 "--artifacts", tmp_path / "art"], "lookahead_detected")
+    big = strategy(tmp_path, "import numpy as np\ndef simulate(p, q):\n    x = np.ones(400_000_000)\n"
+                             "    return p\n", "mem.py")
+    err = fail(["--strategy", big, "--dataset", demo, "--artifacts", tmp_path / "art"], "memory_limit")
+    assert err["exception"]["type"] == "MemoryError"
+    net = strategy(tmp_path, "import socket\ndef simulate(p, q):\n    socket.socket()\n    return p\n", "net.py")
+    fail(["--strategy", net, "--dataset", demo, "--artifacts", tmp_path / "art"], "forbidden_syscall")
