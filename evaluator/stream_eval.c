@@ -102,7 +102,7 @@ static void valid_names(char *out, size_t len)
 
 enum ev_err stream_evaluate(const struct dataset *ds, const struct stream_eval_opts *o, json_object **out)
 {
-	char err[512], names[512];
+	char err[1024], names[512];
 	struct mkt mk;
 	struct ch_prepared *prep = NULL, *dev = NULL;
 	struct stream_result sr;
