@@ -14,7 +14,7 @@ PACKAGES=(
   python3 python3-numpy python3-pandas python3-scipy python3-sklearn
   # tests and benchmarks
   python3-pytest python3-requests wrk bubblewrap hyperfine curl procps iproute2
-  chromium nodejs npm
+  chromium nodejs
 )
 
 missing=()
@@ -23,6 +23,10 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
+
+# npm: Debian's nodejs needs the separate npm package, while a nodejs that
+# bundles npm (NodeSource's, on these machines) conflicts with it.
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 
 if [ "${#missing[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
