@@ -409,6 +409,8 @@ static int bt_start(struct bt_ctx *c, double t0)
 		return -1;
 	}
 	c->started = 1;
+	if (c->rq->on_host)
+		c->rq->on_host(c->rq->on_host_arg, &c->run);
 	double cpu = l->cpu_seconds > 0 ? l->cpu_seconds : BT_DEFAULT_CPU_S;
 	double wall = l->wall_seconds > 0 ? l->wall_seconds : 2 * cpu;
 	proto_conn_init(&c->conn, c->run.to_host, c->run.from_host, c->run.log_fd, t0 + wall + 5);
@@ -571,6 +573,8 @@ static void bt_finish(struct bt_ctx *c)
 	}
 	/* the host's last words (its stderr) before the pipes go */
 	proto_drain_log(&c->conn, failed ? 0.5 : 2.0);
+	if (c->rq->on_host)
+		c->rq->on_host(c->rq->on_host_arg, NULL);
 	if (sbx_finish(&c->run, &res->verdict) < 0)
 		res->verdict.status = SBX_XX;
 	size_t keep = c->conn.log.len < sizeof res->log_tail - 1 ? c->conn.log.len : sizeof res->log_tail - 1;

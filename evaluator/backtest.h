@@ -65,6 +65,13 @@ struct bt_request {
 	 * can still fail afterwards (bad verdict): the caller must then undo. */
 	void            (*on_output)(void *arg, const struct bt_result *res);
 	void             *on_output_arg;
+	/* Optional, for cancellation: called with the host's run once it has
+	 * started, and with NULL just before sbx_finish releases it. Between
+	 * the two calls the caller may sbx_kill() the run from another thread
+	 * (serialising against its own NULL call); the run then ends with the
+	 * error the verdict implies, which the caller overrides as it sees fit. */
+	void            (*on_host)(void *arg, struct sbx_run *run);
+	void             *on_host_arg;
 };
 
 struct bt_audit {

@@ -543,7 +543,10 @@ static int bt_execute(struct bt_run_ctx *x, double t0)
 		.params_json = buf_cstr(&x->params_canon), .bars_per_year = ds_bars_per_year(x->ds),
 		.engine = { .fee_bps = x->o.fee_bps, .max_leverage = x->o.max_leverage },
 		.audit = x->o.audit,
+		/* a box of its own per CLI process (the runner uses the low
+		 * numbers for its slots): separate uid and cgroup per run */
 		.sbx = { .mode = x->o.trusted ? SBX_TRUSTED : SBX_CONFINED,
+			 .box_id = 5000u + (uint32_t)getpid() % 5000u,
 			 .limits = { .cpu_seconds = x->o.cpu_seconds,
 				     .memory_bytes = (uint64_t)(x->o.memory_mb * 1048576.0) } },
 	};
