@@ -260,7 +260,15 @@ static void *slot_main(void *arg)
 		}
 		if (c && got == 0) { /* no run queued: a challenge evaluation (eval_job.c) */
 			buf_reset(&err);
+			pthread_mutex_lock(&R.mu);
+			s->busy = true;   /* drain waits for it, hand-back reaches it */
+			pthread_mutex_unlock(&R.mu);
+			atomic_fetch_add(&R.busy, 1);
 			int ev = eval_job_try(c, R.owner, s->index + 1, s->ctl, &err);
+			atomic_fetch_sub(&R.busy, 1);
+			pthread_mutex_lock(&R.mu);
+			s->busy = false;
+			pthread_mutex_unlock(&R.mu);
 			if (ev > 0)
 				continue;
 			if (ev < 0)
