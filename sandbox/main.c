@@ -57,7 +57,7 @@ static void __attribute__((noreturn)) usage(int status)
 	        "options: --box=N --cpu=SEC --wall=SEC --mem=BYTES[KMG] --procs=N --files=N\n"
 	        "         --output=BYTES[KMG] --bind=PATH --workdir=PATH --tmp=BYTES[KMG]\n"
 	        "         --env=K=V --meta=FILE --meta-fd=N --no-cgroup --netns=fresh|shared\n"
-	        "         --seccomp-log\n"
+	        "         --seccomp-log --shm-fd=N (keep fd N open in the program: the stream memfd)\n"
 	        "see agenttest-sandbox(1)\n");
 	exit(status);
 }

@@ -111,18 +111,24 @@ def _buffers(mm_data, meta, data_off):
 def run(chan, meta, body):
     """Serve one STREAM request (see the module comment)."""
     t0 = time.perf_counter()
-    fd = int(meta["fd"])
-    size, data_off, max_dim = int(meta["size"]), int(meta["data_offset"]), int(meta["max_dim"])
-    mm = mmap.mmap(fd, data_off, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
-    mm_data = mmap.mmap(fd, size - data_off, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ,
-                        offset=data_off)
-    os.close(fd)
-    if mm[:8] != MAGIC:
-        raise frames.ProtocolError("STREAM: bad shared memory")
-    u32 = memoryview(mm).cast("I")
-    q = memoryview(mm).cast("q")
-    slot = np.frombuffer(mm, dtype=np.float32, count=max_dim, offset=SLOT_OFFSET)
-    bufs = _buffers(mm_data, meta, data_off)
+    try:
+        fd = int(meta["fd"])
+        size, data_off, max_dim = int(meta["size"]), int(meta["data_offset"]), int(meta["max_dim"])
+        mm = mmap.mmap(fd, data_off, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        mm_data = mmap.mmap(fd, size - data_off, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ,
+                            offset=data_off)
+        os.close(fd)
+        if mm[:8] != MAGIC:
+            raise frames.ProtocolError("bad shared memory")
+        u32 = memoryview(mm).cast("I")
+        q = memoryview(mm).cast("q")
+        slot = np.frombuffer(mm, dtype=np.float32, count=max_dim, offset=SLOT_OFFSET)
+        bufs = _buffers(mm_data, meta, data_off)
+    except (OSError, ValueError, KeyError, TypeError, ImportError, frames.ProtocolError) as exc:
+        chan.send(frames.ERROR, {"code": "internal", "type": type(exc).__name__,
+                                 "message": "STREAM setup failed: %s" % exc, "traceback": [],
+                                 "phase": "protocol"})
+        return
     try:
         feat, pred = _load_classes(body)
         warmup = int(getattr(feat, "warmup", 0))
