@@ -56,7 +56,7 @@ static size_t pr_layout(int neg, const char *digs, int nd, int decpt, char *out)
 		out[n++] = '.';
 		for (int i = 0; i < -decpt; i++)
 			out[n++] = '0';
-		memcpy(out + n, digs, (size_t)nd);
+		memcpy(out + n, digs, 17); /* fixed size: n <= 6 here */
 		n += (size_t)nd;
 	} else if (decpt < nd) {
 		/* fixed-size copies (digs has 24 readable bytes, out PYREPR_MAX) */
@@ -81,15 +81,19 @@ static const char pr_pairs[201] =
 	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 	"8081828384858687888990919293949596979899";
 
-/* Write the 8 decimal digits of v (< 10^8) into d[0..8), 32-bit math. */
-static void pr_digits8(uint32_t v, char *d)
+/* Write the 4 decimal digits of v (< 10^4) into d[0..4). */
+static inline void pr_digits4(uint32_t v, char *d)
 {
-	for (int i = 6; i >= 0; i -= 2) {
-		uint32_t r = v % 100;
-		v /= 100;
-		d[i] = pr_pairs[2 * r];
-		d[i + 1] = pr_pairs[2 * r + 1];
-	}
+	uint32_t hi = v / 100, lo = v % 100;
+	memcpy(d, pr_pairs + 2 * hi, 2);
+	memcpy(d + 2, pr_pairs + 2 * lo, 2);
+}
+
+/* Write the 8 decimal digits of v (< 10^8) into d[0..8), 32-bit math. */
+static inline void pr_digits8(uint32_t v, char *d)
+{
+	pr_digits4(v / 10000, d);
+	pr_digits4(v % 10000, d + 4);
 }
 
 /* The 17 decimal digits of v (10^16 <= v < 10^17) into q[0..17). */
@@ -128,6 +132,8 @@ struct pr_scaled {
 	int      sh;   /* T = 2^sh */
 	u128     w_lo; /* lower half-gap of x, in units of 1/T */
 	u128     w_hi; /* upper half-gap */
+	uint64_t h_lo; /* w_lo >> sh, w_hi >> sh: the half-gaps in whole units */
+	uint64_t h_hi;
 	int      even; /* mantissa even: interval bounds are inclusive */
 };
 
@@ -135,7 +141,7 @@ struct pr_scaled {
  * reach of the interval); qm is Q mod the grid step. */
 static int pr_ok_below(const struct pr_scaled *s, uint64_t qm, u128 *dist)
 {
-	if ((u128)qm > (s->w_lo >> s->sh))
+	if (qm > s->h_lo)
 		return 0;
 	*dist = ((u128)qm << s->sh) + s->R;
 	return *dist < s->w_lo || (s->even && *dist == s->w_lo);
@@ -144,7 +150,7 @@ static int pr_ok_below(const struct pr_scaled *s, uint64_t qm, u128 *dist)
 /* Same for the grid point above: Q - qm + c. */
 static int pr_ok_above(const struct pr_scaled *s, uint64_t up, u128 *dist)
 {
-	if ((u128)up > (s->w_hi >> s->sh) + 1)
+	if (up > s->h_hi + 1)
 		return 0;
 	*dist = ((u128)up << s->sh) - s->R;
 	return *dist < s->w_hi || (s->even && *dist == s->w_hi);
@@ -204,7 +210,9 @@ static int pr_fast(double x, char *digs, int *decpt)
 	 * Most doubles need all 17 digits: if neither multiple of 10 next to
 	 * X is within reach, the answer is the nearer of Q and Q+1. */
 	unsigned d1 = (unsigned)(q[16] - '0');
-	if (d1 > (uint64_t)(s.w_lo >> s.sh) && 10 - d1 > (uint64_t)(s.w_hi >> s.sh) + 1) {
+	s.h_lo = (uint64_t)(s.w_lo >> s.sh);
+	s.h_hi = (uint64_t)(s.w_hi >> s.sh);
+	if (d1 > s.h_lo && 10 - d1 > s.h_hi + 1) {
 		u128 half = (u128)1 << (s.sh - 1);
 		memcpy(digs, q, 17);
 		if (s.R > half || (s.R == half && (d1 & 1)))
