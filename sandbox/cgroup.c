@@ -14,9 +14,11 @@
  * memory.oom_control, memory.max_usage_in_bytes; kill by SIGKILLing every
  * pid of cgroup.procs until it is empty (pids.max bounds a fork race). If
  * neither works the caller is told why and runs on rlimits alone, with the
- * reason in the verdict's warnings.
+ * reason in the verdict's warnings. Empty run cgroups of supervisors that
+ * were killed before they could clean up are removed by the next run.
  */
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -130,6 +132,29 @@ static int run_dir(const char *base, const char *self, uint32_t box, char *out, 
 	return (n < 0 || (size_t)n >= len) ? -1 : 0;
 }
 
+/* Remove empty run cgroups left in dir by supervisors that were killed
+ * (their name ends in a pid that no longer exists). Best effort. */
+static void sweep_stale(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		unsigned box;
+		int pid, used = 0;
+		if (sscanf(e->d_name, "agenttest-%u-%d%n", &box, &pid, &used) != 2 ||
+		    e->d_name[used] != '\0' || pid <= 0 || pid == getpid())
+			continue;
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		char path[700];
+		if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path)
+			rmdir(path);   /* fails harmlessly if it still holds processes */
+	}
+	closedir(d);
+}
+
 /* Try cgroup v2. Returns 0 with cg filled, or -1. */
 static int try_v2(struct sbx_cgroup *cg, uint32_t box, const struct sbx_limits *l)
 {
@@ -153,6 +178,7 @@ static int try_v2(struct sbx_cgroup *cg, uint32_t box, const struct sbx_limits *
 	if ((!strstr(buf, "memory") || !strstr(buf, "pids")) &&
 	    cg_write(parent, "cgroup.subtree_control", "+memory +pids") < 0)
 		return -1;
+	sweep_stale(parent);
 	if (run_dir(parent, "/", box, cg->dir[0], sizeof cg->dir[0]) < 0)
 		return -1;
 	if (mkdir(cg->dir[0], 0755) < 0 && errno != EEXIST)
@@ -184,6 +210,10 @@ static int try_v1(struct sbx_cgroup *cg, uint32_t box, const struct sbx_limits *
 			goto fail;
 		if (run_dir(base, self, box, cg->dir[i], sizeof cg->dir[i]) < 0)
 			goto fail;
+		char *slash = strrchr(cg->dir[i], '/');
+		*slash = '\0';
+		sweep_stale(cg->dir[i]);
+		*slash = '/';
 		if (mkdir(cg->dir[i], 0755) < 0 && errno != EEXIST)
 			goto fail;
 		made = i + 1;

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "sandbox/sbx_client.h"
@@ -105,6 +106,9 @@ int sbx_helper_start(const struct sbx_spec *spec, struct sbx_run *run, char *err
 		return -1;
 	}
 	if (pid == 0) {
+		/* the helper (and through its own death signal, the run) dies with
+		 * the calling thread: no orphaned runs after a runner crash */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (dup2(p.in[0], 0) < 0 || dup2(p.out[1], 1) < 0 || dup2(p.log[1], 2) < 0 ||
 		    dup2(p.verdict[1], 3) < 0 || (shm >= 0 && dup2(shm, 4) < 0))
 			_exit(2);
