@@ -13,9 +13,17 @@
  * Where the host is: $AGENTTEST_HOST_DIR, else <exe dir>/../share/agenttest/host,
  * else <exe dir>/../sandbox/host (the dev tree); it runs as
  * `/usr/bin/python3 -E -s -B <hostdir>/agenttest_host` with a fixed, minimal
- * environment. Confined runs use the zygote unless AGENTTEST_SANDBOX_ZYGOTE=0,
- * else the helper binary ($AGENTTEST_SANDBOX_HELPER, else agenttest-sandbox
- * next to the running executable).
+ * environment. Confined runs use a ready zygote when there is one (see
+ * sbx_prestart; AGENTTEST_SANDBOX_ZYGOTE=0 disables them), else the helper
+ * binary ($AGENTTEST_SANDBOX_HELPER, else agenttest-sandbox next to the
+ * running executable). Confined runs need the process to be root.
+ *
+ * Callers: ignore SIGPIPE (a killed host closes to_host under you); keep
+ * reading log_fd or lose lines (the log is dropped, never blocks the host);
+ * use a distinct box_id for every run that may overlap another; call
+ * sbx_start and sbx_finish from threads that outlive the run (helpers have
+ * a parent-death signal tied to the starting thread). The library is
+ * thread-safe.
  *
  * Limits (CPU, wall, output) are enforced from the moment sbx_start returns,
  * in every mode, by a supervisor process, so a caller blocked on from_host is
