@@ -6,7 +6,6 @@ Strategy kinds (docs/strategies.md):
 `prices` is a list of floats, `params` a dict; both are fresh for every call.
 The output goes back as raw float64; the evaluator validates it.
 """
-import json
 import os
 import sys
 import time
