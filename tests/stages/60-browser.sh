@@ -68,7 +68,7 @@ rc=0
 NO_COLOR=1 FORCE_COLOR=0 node --test --test-concurrency=1 --test-timeout=600000 \
   --test-reporter=spec --test-reporter-destination=stdout \
   --test-reporter=junit --test-reporter-destination="$JUNIT/browser.xml" \
-  tests/browser/auth.test.mjs tests/browser/dashboard.test.mjs || rc=$?
+  tests/browser/units.test.mjs tests/browser/auth.test.mjs tests/browser/dashboard.test.mjs || rc=$?
 # Error texts may carry terminal escapes, which XML 1.0 cannot hold: drop
 # the control characters so the report stays readable by tests/run.sh.
 "$PYTHON" - "$JUNIT/browser.xml" <<'PY'

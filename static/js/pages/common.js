@@ -3,14 +3,8 @@
 import { h, link, table } from '../dom.js';
 import { num, statusBadge, ago, secs } from '../format.js';
 
-/** pick(obj, ...keys): the first key of obj whose value is not null/undefined. */
-export function pick(obj, ...keys) {
-  if (!obj) return undefined;
-  for (const k of keys) {
-    if (obj[k] !== null && obj[k] !== undefined) return obj[k];
-  }
-  return undefined;
-}
+export { pick } from '../pick.js';
+import { pick } from '../pick.js';
 
 /** pageHead(ctx, title, ...actions): sets the title and draws <h1> plus actions. */
 export function pageHead(ctx, title, ...actions) {

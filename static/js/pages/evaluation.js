@@ -9,21 +9,7 @@ import { chart } from '../chart.js';
 import { poll } from '../poll.js';
 import { announce } from '../app.js';
 import { pageHead, pick, unavailable, challengeMap, shortId } from './common.js';
-
-/** windowKey(primary, windows): the per-window field of the headline metric. */
-export function windowKey(primary, windows) {
-  const w = windows.find((x) => x && typeof x === 'object') || {};
-  const tries = [primary, primary && primary.replace(/^mean_/, ''), 'auc', 'direct_log_loss', 'balanced_accuracy', 'mean_spearman', 'spearman'];
-  for (const k of tries) if (k && k in w) return k;
-  return Object.keys(w).find((k) => !['start', 'end', 'in_holdout', 'n_timesteps'].includes(k) && !k.startsWith('n_') && typeof w[k] === 'number') || null;
-}
-
-/** verdict(value, baseline, direction) -> 'better' | 'worse' | 'equal' | null. */
-export function verdict(v, b, dir) {
-  if (!Number.isFinite(v) || !Number.isFinite(b)) return null;
-  if (v === b) return 'equal';
-  return (dir === 'lower' ? v < b : v > b) ? 'better' : 'worse';
-}
+import { windowKey, verdict } from '../results.js';
 
 function resultPanels(ctx, ev, ch, box) {
   const res = ev.result || ev.metrics || {};
