@@ -264,6 +264,30 @@ int sbx_cg_dirfd(const struct sbx_cgroup *cg)
 	return open(cg->dir[0], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
+int sbx_cg_set_limits(struct sbx_cgroup *cg, const struct sbx_limits *l)
+{
+	char v[32], probe[64];
+	snprintf(v, sizeof v, "%" PRIu64, l->memory_bytes);
+	if (cg->version == 2) {
+		if (cg_write(cg->dir[0], "memory.max", v) < 0)
+			return -1;
+		snprintf(v, sizeof v, "%u", l->processes);
+		return cg_write(cg->dir[0], "pids.max", v);
+	}
+	/* memsw must stay >= memory: order the two writes by direction */
+	bool sw = cg_read(cg->dir[CG_MEM], "memory.memsw.limit_in_bytes", probe, sizeof probe) >= 0;
+	uint64_t cur = sw ? strtoull(probe, NULL, 10) : 0;
+	if (sw && l->memory_bytes > cur && cg_write(cg->dir[CG_MEM], "memory.memsw.limit_in_bytes", v) < 0)
+		return -1;
+	if (cg_write(cg->dir[CG_MEM], "memory.limit_in_bytes", v) < 0)
+		return -1;
+	if (sw && l->memory_bytes <= cur && cg_write(cg->dir[CG_MEM], "memory.memsw.limit_in_bytes", v) < 0)
+		return -1;
+	cg_write(cg->dir[CG_MEM], "memory.max_usage_in_bytes", "0");  /* restart the peak */
+	snprintf(v, sizeof v, "%u", l->processes);
+	return cg_write(cg->dir[CG_PIDS], "pids.max", v);
+}
+
 int sbx_cg_procs_fds(const struct sbx_cgroup *cg, int *fds)
 {
 	int n = cg->version == 2 ? 1 : CG__MAX;

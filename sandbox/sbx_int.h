@@ -67,6 +67,7 @@ struct sbx_watch {
 	bool     log_only;     /* debug (--seccomp-log): note violations, let them run */
 	bool     kill_group;   /* kill(-pid) rather than kill(pid) (trusted mode) */
 	struct sbx_cgroup *cg; /* per-run cgroup or NULL */
+	double   cpu_base;     /* CPU seconds the cgroup had used before the run */
 	struct sbx_limits limits;
 };
 
@@ -96,6 +97,9 @@ int sbx_netns_shared(void);
 /* Create the per-run cgroup of box_id with the given limits. Returns NULL
  * (and explains in warn) when no cgroup controller is usable. */
 struct sbx_cgroup *sbx_cg_create(uint32_t box_id, const struct sbx_limits *l, char *warn, size_t wlen);
+/* Change the limits of an existing cgroup (a warm zygote child's, once its
+ * run is known) and restart its peak-memory counter. 0 or -1. */
+int sbx_cg_set_limits(struct sbx_cgroup *cg, const struct sbx_limits *l);
 /* Open the cgroup.procs file(s) for writing into fds (up to 3), so that a
  * child can move itself in by writing "0". Returns the count or -1. */
 int sbx_cg_procs_fds(const struct sbx_cgroup *cg, int *fds);

@@ -33,8 +33,21 @@ struct sbx_zspawn {
 	uint32_t has_cgroup;
 	uint32_t ncg;          /* 0..3 */
 	uint32_t has_shm;      /* 0 or 1 */
+	uint32_t deferred;     /* 1: a warm child (see struct sbx_zparams) */
 };
 #define SBX_ZSPAWN_MAGIC 0x5a535031u  /* "ZSP1" */
+
+/* A warm child is spawned before its run is known: it joins its cgroup and
+ * mounts /proc, then waits on the ack socket for this message (with the
+ * run's stdin, and the shared memory when has_shm, in SCM_RIGHTS) before
+ * it confines itself with these values. */
+struct sbx_zparams {
+	uint32_t magic;        /* SBX_ZPARAMS_MAGIC */
+	uint32_t box_id;
+	struct sbx_limits limits;
+	uint32_t has_shm;
+};
+#define SBX_ZPARAMS_MAGIC 0x5a504131u  /* "ZPA1" */
 #define SBX_ZSPAWN_FDS   5             /* fds before the cgroup ones */
 
 /* In the Python zygote (zygote_so.c, via ctypes.PyDLL): compile the

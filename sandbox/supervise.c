@@ -132,7 +132,7 @@ static double proc_cpu(pid_t pid)
 static double run_cpu(struct sup *s)
 {
 	double c = s->w->cg ? sbx_cg_cpu(s->w->cg) : -1;
-	return c >= 0 ? c : proc_cpu(s->w->pid);
+	return c >= 0 ? c - s->w->cpu_base : proc_cpu(s->w->pid);
 }
 
 /* Kill the whole run, remembering the first reason. */
@@ -235,7 +235,7 @@ static void conclude(struct sup *s, int status, const struct rusage *ru, struct 
 {
 	v->wall_seconds = since(&s->start);
 	double cg_cpu = s->w->cg ? sbx_cg_cpu(s->w->cg) : -1;
-	v->cpu_seconds = cg_cpu >= 0 ? cg_cpu :
+	v->cpu_seconds = cg_cpu >= 0 ? (cg_cpu > s->w->cpu_base ? cg_cpu - s->w->cpu_base : 0) :
 		(double)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) +
 		(double)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1e6;
 	v->max_rss_bytes = (uint64_t)ru->ru_maxrss * 1024u;

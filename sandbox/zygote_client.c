@@ -110,15 +110,18 @@ static int zspawn(struct zhelper *z, char *err, size_t errlen)
 		close_range(4, ~0u, 0);
 		signal(SIGPIPE, SIG_DFL);
 		char *argv[] = { helper, (char *)"--zygote", (char *)"--ctl-fd=3", bind, NULL };
-		char *envp[4];
+		char *envp[5];
 		int k = 0;
-		static char pre[256], cgm[32];
+		static char pre[256], cgm[32], warm[32];
 		const char *p = getenv("AGENTTEST_ZYGOTE_PRELOAD");
 		if (p && snprintf(pre, sizeof pre, "AGENTTEST_ZYGOTE_PRELOAD=%s", p) < (int)sizeof pre)
 			envp[k++] = pre;
 		const char *c = getenv("AGENTTEST_CGROUP");
 		if (c && snprintf(cgm, sizeof cgm, "AGENTTEST_CGROUP=%s", c) < (int)sizeof cgm)
 			envp[k++] = cgm;
+		const char *w = getenv("AGENTTEST_ZYGOTE_WARM");
+		if (w && snprintf(warm, sizeof warm, "AGENTTEST_ZYGOTE_WARM=%s", w) < (int)sizeof warm)
+			envp[k++] = warm;
 		envp[k] = NULL;
 		execve(helper, argv, envp);
 		_exit(2);

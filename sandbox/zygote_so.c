@@ -15,6 +15,10 @@
  * descriptor and seccomp steps as the one-shot helper, with the policy
  * compiled once at zygote start. Only then does Python continue, in the
  * child, into the host's serve loop, which is what loads untrusted code.
+ * A warm child (deferred) is spawned before its run is known, so that the
+ * clone and the cgroup migration (which waits for an RCU grace period on
+ * cgroup v1) happen between runs; it then waits for the run's box, limits
+ * and stdin and only then confines itself.
  * Each run is a fresh copy of the pristine zygote: whatever a run changes
  * (modules, files it cannot write anyway, threads, signal handlers) dies
  * with it.
@@ -25,6 +29,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -48,6 +53,44 @@ __attribute__((visibility("default"))) int sbx_zygote_init(void)
 	}
 	zy_ready = true;
 	return 0;
+}
+
+/* A warm child: wait for its run (sbx_zparams with stdin and maybe the
+ * shared memory). Returns false on EOF or a malformed message. */
+static bool await_params(int sock, int sync_fd, uint32_t *box, struct sbx_limits *lim,
+                         int *fd_in, int *keep)
+{
+	struct sbx_zparams pm;
+	union { char b[CMSG_SPACE(sizeof(int) * 2)]; struct cmsghdr align; } cbuf;
+	struct iovec iov = { &pm, sizeof pm };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.b,
+	                     .msg_controllen = sizeof cbuf.b };
+	int got[2] = { -1, -1 }, n = 0;
+	ssize_t r;
+	do
+		r = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	while (r < 0 && errno == EINTR);
+	if (r != (ssize_t)sizeof pm || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+		return false;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+			for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) && n < 2; i++)
+				memcpy(&got[n++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+	if (pm.magic != SBX_ZPARAMS_MAGIC || pm.box_id > SBX_BOX_MAX || pm.has_shm > 1 ||
+	    n != 1 + (int)pm.has_shm)
+		return false;
+	*box = pm.box_id;
+	*lim = pm.limits;
+	sbx_limits_fill(lim);
+	*fd_in = fcntl(got[0], F_DUPFD_CLOEXEC, 100);
+	if (*fd_in < 0)
+		return false;
+	if (pm.has_shm) {
+		if (dup2(got[1], 4) < 0)
+			sbx_child_die(sync_fd, "shared memory fd: %s", strerror(errno));
+		*keep = 4;
+	}
+	return true;
 }
 
 /* In the child: join the cgroups, mount /proc, confine. Never fails back. */
@@ -74,9 +117,14 @@ static void child_confine(const struct sbx_zspawn *z, const int *fds_in, int nfd
 	}
 	if (!sbx_mount_proc(err, sizeof err))
 		sbx_child_die(sync_fd, "%s", err);
+	uint32_t box = z->box_id;
+	struct sbx_limits lim = z->limits;
+	int fd_in = fds[0];
+	if (z->deferred && !await_params(fds[4], sync_fd, &box, &lim, &fd_in, &keep))
+		sbx_child_die(sync_fd, "no run for the warm child");
 	struct sbx_final f = {
-		.box_id = z->box_id, .limits = z->limits, .has_cgroup = z->has_cgroup != 0,
-		.writable = false, .fd_in = fds[0], .fd_out = fds[1], .fd_err = fds[2],
+		.box_id = box, .limits = lim, .has_cgroup = z->has_cgroup != 0,
+		.writable = false, .fd_in = fd_in, .fd_out = fds[1], .fd_err = fds[2],
 		.sync_fd = fds[3], .ack_fd = fds[4], .bpf = &zy_bpf, .keep_fd = keep,
 	};
 	if (!sbx_confine_final(&f, err, sizeof err))
@@ -89,7 +137,8 @@ __attribute__((visibility("default"))) int sbx_zygote_spawn(const void *msg, siz
 	if (!zy_ready || len != sizeof z || nfds < SBX_ZSPAWN_FDS || nfds > SBX_ZSPAWN_FDS + 4)
 		return -EINVAL;
 	memcpy(&z, msg, sizeof z);
-	if (z.magic != SBX_ZSPAWN_MAGIC || z.box_id > SBX_BOX_MAX || z.has_shm > 1 ||
+	if (z.magic != SBX_ZSPAWN_MAGIC || z.box_id > SBX_BOX_MAX || z.has_shm > 1 || z.deferred > 1 ||
+	    (z.deferred && z.has_shm) ||
 	    z.ncg > 3 || z.ncg + z.has_shm != (uint32_t)(nfds - SBX_ZSPAWN_FDS))
 		return -EINVAL;
 	sbx_limits_fill(&z.limits);

@@ -24,6 +24,14 @@
  *   end: when the control socket closes, or the zygote dies (the pending
  *     request gets XX), we kill the zygote and exit; the client starts a
  *     new helper on its next run.
+ *   warm child: between runs the helper already asks the zygote for the
+ *     next child (a "deferred" spawn): it is cloned, joins a fresh cgroup
+ *     and mounts /proc, then waits on a socket. When a request comes, the
+ *     helper sets the cgroup's limits and sends the box, limits and stdin
+ *     (and shared memory); the child confines itself and reports as above.
+ *     The clone and the cgroup migration (an RCU grace period on v1) are
+ *     thus off the request's path. A warm child that cannot take a request
+ *     is dropped and the request is served directly.
  * One run at a time per helper; the client keeps a pool of helpers.
  */
 #include <errno.h>
@@ -45,11 +53,23 @@
 
 #define ZY_NS (CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
 
+/* A warm child: spawned, in its cgroup, waiting for its run. */
+struct warm {
+	pid_t pid;                 /* -1: none */
+	int   sync_r, ack_w;       /* sync pipe; params/ack socket */
+	int   rout_r, rerr_r;      /* its stdout/stderr */
+	struct sbx_cgroup *cg;
+	double cpu_base;           /* cgroup CPU used before the run */
+	char  warnings[128];
+};
+
 struct zsup {
 	pid_t zpid;       /* the Python zygote */
 	int   zsock;      /* our end of its socket */
 	bool  seccomp_log;
 	bool  no_cgroup;
+	uint32_t seq;     /* names the warm children's cgroups */
+	struct warm w;
 };
 
 /* Receive one message with up to maxfds descriptors. Returns bytes (0 on
@@ -215,6 +235,135 @@ static void close_all(int *fds, int n)
 		}
 }
 
+/* Close and forget the warm child (killing it if it still lives). */
+static void warm_drop(struct warm *w)
+{
+	if (w->pid > 0) {
+		kill(w->pid, SIGKILL);
+		while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (w->cg) {
+		sbx_cg_kill(w->cg);
+		sbx_cg_destroy(w->cg);
+	}
+	int *fds[] = { &w->sync_r, &w->ack_w, &w->rout_r, &w->rerr_r };
+	for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+		if (*fds[i] >= 0) {
+			close(*fds[i]);
+			*fds[i] = -1;
+		}
+	w->pid = -1;
+	w->cg = NULL;
+	w->warnings[0] = '\0';
+}
+
+/* Spawn a warm child for the next run (best effort: on failure runs take
+ * the direct path). */
+static void warm_prepare(struct zsup *z)
+{
+	struct warm *w = &z->w;
+	struct sbx_limits l = { 0 };
+	int sync[2] = { -1, -1 }, ack[2] = { -1, -1 }, rout[2] = { -1, -1 }, rerr[2] = { -1, -1 };
+	int cfds[3] = { -1, -1, -1 }, ncg = 0;
+	const char *off = getenv("AGENTTEST_ZYGOTE_WARM");
+	if (w->pid > 0 || z->zpid <= 0 || (off && strcmp(off, "0") == 0))
+		return;
+	sbx_limits_fill(&l);
+	if (!z->no_cgroup)
+		w->cg = sbx_cg_create(SBX_BOX_MAX + 1 + (z->seq++ % 1000000), &l, w->warnings, sizeof w->warnings);
+	ncg = cg_proc_fds(w->cg, cfds);
+	if (ncg < 0 || pipe2(sync, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ack) < 0 ||
+	    pipe2(rout, O_CLOEXEC) < 0 || pipe2(rerr, O_CLOEXEC) < 0)
+		goto fail;
+	struct sbx_zspawn sp = { .magic = SBX_ZSPAWN_MAGIC, .limits = l, .has_cgroup = w->cg != NULL,
+	                         .ncg = (uint32_t)ncg, .deferred = 1 };
+	int sfds[SBX_ZSPAWN_FDS + 3] = { ack[1], rout[1], rerr[1], sync[1], ack[1] };
+	for (int i = 0; i < ncg; i++)
+		sfds[SBX_ZSPAWN_FDS + i] = cfds[i];
+	int32_t pid = 0;
+	ssize_t got = -1;
+	if (send_fds(z->zsock, &sp, sizeof sp, sfds, SBX_ZSPAWN_FDS + ncg) == 0) {
+		do
+			got = read(z->zsock, &pid, sizeof pid);
+		while (got < 0 && errno == EINTR);
+	}
+	if (got != (ssize_t)sizeof pid) {
+		kill(z->zpid, SIGKILL);
+		z->zpid = -1;
+		goto fail;
+	}
+	if (pid <= 0)
+		goto fail;
+	w->pid = pid;
+	w->sync_r = sync[0];
+	w->ack_w = ack[0];
+	w->rout_r = rout[0];
+	w->rerr_r = rerr[0];
+	sync[0] = ack[0] = rout[0] = rerr[0] = -1;
+	w->cpu_base = w->cg ? sbx_cg_cpu(w->cg) : 0;
+fail:
+	close_all(cfds, 3);
+	close_all(sync, 2);
+	close_all(ack, 2);
+	close_all(rout, 2);
+	close_all(rerr, 2);
+	if (w->pid <= 0)
+		warm_drop(w);
+}
+
+/* Run the request on the warm child. Returns false, with nothing sent to
+ * the caller yet, if the warm child cannot take it (then the direct path
+ * serves the request). */
+static bool warm_run(struct zsup *z, const struct sbx_zreq *rq, int *fds)
+{
+	struct warm *w = &z->w;
+	struct sbx_verdict v;
+	char err[256] = "", meta[SBX_META_MAX];
+	int listener = -1;
+	if (w->pid <= 0)
+		return false;
+	memset(&v, 0, sizeof v);
+	struct sbx_limits l = rq->limits;
+	sbx_limits_fill(&l);
+	v.limits = l;
+	if (w->cg && sbx_cg_set_limits(w->cg, &l) < 0) {
+		warm_drop(w);
+		return false;
+	}
+	if (w->cg) {
+		double c = sbx_cg_cpu(w->cg);
+		w->cpu_base = c >= 0 ? c : 0;
+	}
+	struct sbx_zparams pm = { .magic = SBX_ZPARAMS_MAGIC, .box_id = rq->box_id, .limits = l,
+	                          .has_shm = rq->has_shm ? 1 : 0 };
+	int pfds[2] = { fds[0], fds[4] };
+	if (send_fds(w->ack_w, &pm, sizeof pm, pfds, rq->has_shm ? 2 : 1) < 0 ||
+	    sbx_sync_parent(w->pid, w->sync_r, w->ack_w, &listener, err, sizeof err) < 0) {
+		warm_drop(w);   /* it may have died: the direct path takes the run */
+		return false;
+	}
+	struct sbx_watch wt = {
+		.pid = w->pid, .out_in = w->rout_r, .out_to = fds[1], .err_in = w->rerr_r,
+		.err_to = fds[2], .notify_fd = listener, .log_only = z->seccomp_log, .cg = w->cg,
+		.cpu_base = w->cpu_base, .limits = l,
+	};
+	w->rout_r = w->rerr_r = fds[1] = fds[2] = -1;
+	sbx_supervise(&wt, &v);
+	w->pid = -1;   /* reaped by sbx_supervise */
+	if (w->warnings[0])
+		sbx_note(v.warnings, sizeof v.warnings, "%s", w->warnings);
+	sbx_note(v.warnings, sizeof v.warnings, "zygote (warm child); cgroup %s", sbx_cg_kind(w->cg));
+	/* the verdict first: cleaning up is off the caller's path */
+	int n = sbx_verdict_format(&v, meta, sizeof meta);
+	if (n > 0 && fds[3] >= 0 && write(fds[3], meta, (size_t)n) < 0)
+		fprintf(stderr, "agenttest-sandbox: verdict: %s\n", strerror(errno));
+	close_all(fds, 5);
+	warm_drop(w);  /* kills what is left of the run and removes its cgroup */
+	return true;
+}
+
 /* Serve one run: fds = in, out, log, verdict (and shm when rq->has_shm). */
 static void serve_run(struct zsup *z, const struct sbx_zreq *rq, int *fds)
 {
@@ -292,14 +441,15 @@ static void serve_run(struct zsup *z, const struct sbx_zreq *rq, int *fds)
 fail:
 	v.status = SBX_XX;
 	snprintf(v.message, sizeof v.message, "%s", err);
-out:
+out:;
+	int n = sbx_verdict_format(&v, meta, sizeof meta);
+	if (n > 0 && fds[3] >= 0 && write(fds[3], meta, (size_t)n) < 0)
+		fprintf(stderr, "agenttest-sandbox: verdict: %s\n", strerror(errno));
+	close_all(fds, 5);
 	if (cg) {
 		sbx_cg_kill(cg);
 		sbx_cg_destroy(cg);
 	}
-	int n = sbx_verdict_format(&v, meta, sizeof meta);
-	if (n > 0 && fds[3] >= 0 && write(fds[3], meta, (size_t)n) < 0)
-		fprintf(stderr, "agenttest-sandbox: verdict: %s\n", strerror(errno));
 	close_all(cfds, 3);
 	close_all(sync, 2);
 	close_all(ack, 2);
@@ -310,7 +460,8 @@ out:
 
 int sbx_zygote_main(int ctl_fd, const struct sbx_root_opts *root, bool no_cgroup, bool seccomp_log)
 {
-	struct zsup z = { .zpid = -1, .zsock = -1, .seccomp_log = seccomp_log, .no_cgroup = no_cgroup };
+	struct zsup z = { .zpid = -1, .zsock = -1, .seccomp_log = seccomp_log, .no_cgroup = no_cgroup,
+	                  .w = { .pid = -1, .sync_r = -1, .ack_w = -1, .rout_r = -1, .rerr_r = -1 } };
 	char err[256] = "";
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (start_zygote(&z, root, err, sizeof err) < 0) {
@@ -330,6 +481,7 @@ int sbx_zygote_main(int ctl_fd, const struct sbx_root_opts *root, bool no_cgroup
 			;
 		return 2;
 	}
+	warm_prepare(&z);
 	for (;;) {
 		struct sbx_zreq rq;
 		memset(&rq, 0, sizeof rq);
@@ -343,10 +495,13 @@ int sbx_zygote_main(int ctl_fd, const struct sbx_root_opts *root, bool no_cgroup
 			continue; /* malformed: the client gets EOF on its verdict pipe */
 		}
 		sbx_supervise_reset_cancel();
-		serve_run(&z, &rq, fds);
+		if (!warm_run(&z, &rq, fds))
+			serve_run(&z, &rq, fds);
 		if (z.zpid < 0)
 			break;
+		warm_prepare(&z);
 	}
+	warm_drop(&z.w);
 	if (z.zpid > 0) {
 		kill(z.zpid, SIGKILL);
 		while (waitpid(z.zpid, NULL, 0) < 0 && errno == EINTR)

@@ -503,6 +503,18 @@ def main():
             if not fail and ("cancelled" not in r.get("message", "") or r.get("time_wall", 99) > 10):
                 fail = "not cancelled promptly: %s %s" % (r.get("message"), r.get("time_wall"))
             results.append((mode, "cancel", fail is None, fail or "", 0))
+    # the zygote's direct path (no warm child prepared ahead), on a sample
+    if not only or "direct_path" in only:
+        menv = dict(env)
+        menv.update(AGENTTEST_SANDBOX_ZYGOTE="1", AGENTTEST_ZYGOTE_WARM="0")
+        sample = ["tcp_connect", "read_shadow", "alloc_1g", "mmap_wx", "benign_numpy", "hard_exit"]
+        rs = run_drive(args.drive, [paths[n] for n in sample], menv, ["--prestart"])
+        for n, r in zip(sample, rs):
+            c = CASES[n]
+            fail = judge(n, r, c["expect"], c["check"], lis)
+            if not fail and "zygote;" not in r.get("warnings", ""):
+                fail = "did not take the direct zygote path: " + r.get("warnings", "")
+            results.append(("zygote-direct", n, fail is None, fail or "", 0))
     # the stream's shared memory reaches the host as fd 4 in every mode
     if not only or "shm_fd" in only:
         shm_src = os.path.join(tmpdir, "src", "shm.py")
