@@ -25,7 +25,8 @@
  * sequence, issues a full barrier and wakes the other side only if that
  * flag is up (no system call on the fast path). The runner's spin budget is
  * adaptive: twice the strategy's recent time per step (the host's own
- * counter) plus 20 us, or only 2 us when that exceeds spin_us, so a quick
+ * counter) plus 20 us, or only 2 us when that exceeds spin_us (200 us by
+ * default, $AGENTTEST_STREAM_SPIN_US), so a quick
  * strategy is caught spinning and a slow or idle one costs no core.
  * Futex sleeps time out every 2 ms so that the runner also notices a dead
  * host (EOF on the frame pipe), an ERROR frame, the wall-clock deadline and
@@ -638,7 +639,7 @@ enum ev_err stream_run(const struct stream_request *rq, struct stream_result *re
 	c.rq = rq;
 	c.res = res;
 	c.shm.fd = -1;
-	c.spin_us = rq->spin_us > 0 ? rq->spin_us : 100;
+	c.spin_us = rq->spin_us > 0 ? rq->spin_us : 200;
 	const char *env = getenv("AGENTTEST_STREAM_SPIN_US");
 	if (env && atof(env) > 0 && atof(env) <= 100000)
 		c.spin_us = atof(env);

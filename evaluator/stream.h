@@ -32,7 +32,7 @@ struct stream_request {
 	const char  *code;           /* strategy source (not NUL-terminated) */
 	size_t       code_len;
 	struct sbx_spec sbx;         /* sandbox mode and limits; shm_fd is set here */
-	double       spin_us;        /* cap of the runner's spin before it sleeps (0: 100) */
+	double       spin_us;        /* cap of the runner's spin before it sleeps (0: 200) */
 };
 
 struct stream_stats {

@@ -13,19 +13,27 @@
 #   (3) a featurizer calling prices_matrix() over all 29 assets every step.
 # The original's figures (issue 6, same machine) are printed next to ours.
 # BENCH_DAYS (default 60) shortens the data; BENCH_TRUSTED=1 skips the
-# sandbox (no root). The machine is shared: the load average is printed.
+# sandbox (no root); BENCH_RT=1 runs the evaluations under SCHED_FIFO
+# (chrt -f 5, root) so that other load on a shared machine does not preempt
+# the two processes of the exchange (the kernel's RT throttling still
+# leaves 5 % to everything else); BENCH_SKIP_LABELS=1 skips part (1). The
+# machine is shared: the load average is printed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PYTHON=${PYTHON:-/usr/bin/python3}
 DAYS=${BENCH_DAYS:-60}
 [ -x bin/agenttest ] || make --no-print-directory -s bin/agenttest
-echo "== (1) labels and events: C vs numpy reference"
-tests/bench/challenges_labels.sh
+if [ "${BENCH_SKIP_LABELS:-0}" != 1 ]; then
+  echo "== (1) labels and events: C vs numpy reference"
+  tests/bench/challenges_labels.sh
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 bin/agenttest data synth --out "$tmp/ds" --version bench-stream --days "$DAYS" >/dev/null
 mode=()
 [ "${BENCH_TRUSTED:-0}" = 1 ] && mode=(--trusted)
+rt=()
+[ "${BENCH_RT:-0}" = 1 ] && rt=(chrt -f 5)
 
 readme() {  # readme ASSET DIM
   cat <<PY
@@ -81,12 +89,12 @@ class TechPredictor(Predictor):
 PY
 
 echo
-echo "== (2)/(3) evaluations through the sandbox ($DAYS days, mode strict${mode:+, trusted}); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== (2)/(3) evaluations through the sandbox ($DAYS days, mode strict${mode:+, trusted}${rt:+, SCHED_FIFO}); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-16s %-26s %6s %8s %11s %11s %8s %8s %8s %7s %s\n' challenge strategy steps wall_s strat_us/st platf_us/st p50_us p90_us score_s start_s "orig_s (ours faster)"
 run() {  # run CHALLENGE FILE LABEL ORIG_S DAYS
   local t0 t1 out
   t0=$(date +%s.%N)
-  out=$(bin/agenttest evaluate --challenge "$1" --strategy "$2" --dataset "$tmp/ds" --days-back "$5" \
+  out=$("${rt[@]}" bin/agenttest evaluate --challenge "$1" --strategy "$2" --dataset "$tmp/ds" --days-back "$5" \
         --holdout-days 20 "${mode[@]}" 2>&1) || { echo "$1 $3: FAILED: ${out:0:400}"; return 0; }
   t1=$(date +%s.%N)
   "$PYTHON" - "$1" "$3" "$t0" "$t1" "$4" <<PY
