@@ -195,13 +195,9 @@ static void slot_run(struct slot *s, MYSQL *c, struct rjob *j)
 		else
 			log_run(LOG_LVL_INFO, "handed_back", j->id, NULL);
 	} else {
-		struct buf vjson = BUF_INIT;
 		if (j->verify_of)
-			build_verification(c, j, &r, &vjson);
+			build_verification(c, j, &r, &r.verification_json);
 		int w = rdb_finish(c, R.owner, j, &r, art.len ? art.data : NULL, &err);
-		if (w > 0 && vjson.len && rdb_record_verification(c, j->verify_of, vjson.data, &err) != 0)
-			log_run(LOG_LVL_ERROR, "verification_not_recorded", j->id, buf_cstr(&err));
-		buf_free(&vjson);
 		if (w < 0)
 			log_run(LOG_LVL_ERROR, "finish_failed", j->id, buf_cstr(&err));
 		else if (w == 0)

@@ -158,6 +158,7 @@ void rresult_free(struct rresult *r)
 	buf_free(&r->resources_json);
 	buf_free(&r->error_message);
 	buf_free(&r->log_tail);
+	buf_free(&r->verification_json);
 	free(r->equity);
 	memset(r, 0, sizeof *r);
 }

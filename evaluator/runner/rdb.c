@@ -307,6 +307,13 @@ static int write_completed(MYSQL *c, const struct rjob *j, struct rresult *r, co
 			   j->seq, m->v[MET_SCORE], now);
 		if (q(c, &sql, err) != 0)
 			goto out;
+		/* the leaderboard of this dataset version changed (API caches key on it) */
+		buf_reset(&sql);
+		buf_puts(&sql, "INSERT INTO leaderboard_gen (dataset_version, gen) VALUES (");
+		rdb_quote(c, &sql, j->dataset_version, strlen(j->dataset_version));
+		buf_puts(&sql, ", 1) ON DUPLICATE KEY UPDATE gen = gen + 1");
+		if (q(c, &sql, err) != 0)
+			goto out;
 	}
 	rc = 0;
 out:
@@ -356,6 +363,15 @@ int rdb_finish(MYSQL *c, const char *owner, const struct rjob *j, struct rresult
 	}
 	if (r->status == RJOB_COMPLETED && write_completed(c, j, r, now, err) != 0)
 		goto fail;
+	if (j->verify_of && r->verification_json.len) {
+		buf_reset(&sql);
+		buf_puts(&sql, "UPDATE runs SET verification = ");
+		rdb_quote(c, &sql, r->verification_json.data, r->verification_json.len);
+		buf_puts(&sql, " WHERE id = ");
+		rdb_quote(c, &sql, j->verify_of, strlen(j->verify_of));
+		if (q(c, &sql, err) != 0)
+			goto fail;
+	}
 	if (qs(c, "COMMIT", err) != 0)
 		goto fail;
 	rc = 1;
@@ -483,18 +499,6 @@ int rdb_load_reference(MYSQL *c, const char *run_id, struct buf *metrics_json, s
 out:
 	if (res)
 		mysql_free_result(res);
-	buf_free(&sql);
-	return rc;
-}
-
-int rdb_record_verification(MYSQL *c, const char *run_id, const char *json, struct buf *err)
-{
-	struct buf sql = BUF_INIT;
-	buf_puts(&sql, "UPDATE runs SET verification = ");
-	rdb_quote(c, &sql, json, strlen(json));
-	buf_puts(&sql, " WHERE id = ");
-	rdb_quote(c, &sql, run_id, strlen(run_id));
-	int rc = q(c, &sql, err);
 	buf_free(&sql);
 	return rc;
 }

@@ -72,6 +72,7 @@ struct rresult {
 	char             error_code[32];
 	struct buf       error_message;
 	struct buf       log_tail;
+	struct buf       verification_json; /* verify_of runs: the record for the original */
 	double           runtime_s;
 };
 
@@ -95,8 +96,10 @@ int rdb_claim(MYSQL *c, const char *owner, struct rjob *j, struct buf *err);
 
 /*
  * Write the outcome in one transaction guarded by (id, lease_owner = owner,
- * attempts = j->attempt, status = running). Returns 1 written, 0 the lease
- * was lost (nothing written), -1 on a database error.
+ * attempts = j->attempt, status = running): the run row, its metrics, equity
+ * and leaderboard rows, and for a verification run the record on the
+ * original run. Returns 1 written, 0 the lease was lost (nothing written),
+ * -1 on a database error.
  */
 int rdb_finish(MYSQL *c, const char *owner, const struct rjob *j, struct rresult *r,
 	       const char *artifacts_dir, struct buf *err);
@@ -122,8 +125,6 @@ int rdb_hand_back(MYSQL *c, const char *owner, const struct rjob *j, struct buf 
 /* Fetch the metrics JSON and equity bytes of `run_id` for a verification. 1 found, 0 not, -1 error. */
 int rdb_load_reference(MYSQL *c, const char *run_id, struct buf *metrics_json, struct buf *equity, struct buf *err);
 
-/* Record a verification result (JSON object) on `run_id`. */
-int rdb_record_verification(MYSQL *c, const char *run_id, const char *json, struct buf *err);
 
 /* Append a quoted, escaped SQL string literal of n bytes to b. */
 void rdb_quote(MYSQL *c, struct buf *b, const char *s, size_t n);

@@ -8,8 +8,18 @@
  * version) in the same transaction. So the default board is one ordered
  * range of leaderboard_best and can never be broken by a bad run. Order:
  * score descending, earlier completion first, then run id.
+ *
+ * Cache. Each worker keeps the last rendered bodies (BOARD_CACHE entries,
+ * keyed by dataset version, all, limit and offset) together with the
+ * dataset version's change counter (leaderboard_gen, bumped by the runner in
+ * the transaction that adds an eligible run). A request reads the counter
+ * (one primary-key lookup) and answers from the cache when it has not
+ * moved, so a leaderboard is never stale and the ordered join runs once per
+ * change per worker. Strategy renames do not exist, and users are never
+ * renamed, so nothing else can change a rendered row.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fcgi/handlers/handlers.h"
@@ -52,6 +62,51 @@ static bool board_row(void *ctx, const struct db_col *col, size_t ncol)
 	"CAST(m.total_return AS CHAR), CAST(m.cagr AS CHAR), CAST(m.max_drawdown AS CHAR), "           \
 	"CAST(m.volatility AS CHAR), CAST(m.sharpe AS CHAR), s.id, s.name, u.name, " RV_TS("m.completed_at")
 
+#define BOARD_CACHE 16
+
+/* One rendered leaderboard of this worker. */
+struct board_entry {
+	char       key[128];   /* "<dsv>|<all>|<limit>|<offset>" */
+	long long  gen;        /* leaderboard_gen.gen when rendered (-1: none yet) */
+	struct buf body;
+	unsigned   used;       /* clock for eviction */
+};
+
+static struct board_entry board_cache[BOARD_CACHE];
+static unsigned board_clock;
+
+/* The change counter of dsv (0 when nothing was ever added); false after replying. */
+static bool board_gen(struct fcgi_ctx *c, const char *dsv, long long *gen)
+{
+	struct db_col col = DB_COL_INT;
+	struct db_arg arg = DB_ARG_TEXT(dsv);
+	struct db_result res = { 0 };
+	enum db_status st = db_exec(fcgi_db(c), "SELECT gen FROM leaderboard_gen WHERE dataset_version = ?", &arg, 1,
+				    &col, 1, NULL, NULL, &res, DB_IDEMPOTENT);
+	if (st != DB_OK) {
+		fcgi_reply_db_error(c, st);
+		return false;
+	}
+	*gen = res.rows ? col.i : 0;
+	return true;
+}
+
+/* The cache entry for key: the matching one, else the least recently used. */
+static struct board_entry *board_slot(const char *key, bool *hit)
+{
+	struct board_entry *victim = &board_cache[0];
+	for (size_t i = 0; i < BOARD_CACHE; i++) {
+		if (board_cache[i].body.data && strcmp(board_cache[i].key, key) == 0) {
+			*hit = true;
+			return &board_cache[i];
+		}
+		if (board_cache[i].used < victim->used)
+			victim = &board_cache[i];
+	}
+	*hit = false;
+	return victim;
+}
+
 void h_leaderboard(struct fcgi_ctx *c)
 {
 	static const char best_sql[] =
@@ -77,6 +132,19 @@ void h_leaderboard(struct fcgi_ctx *c)
 		fcgi_reply_error(c, 400, "invalid_field", "dataset_version is too long");
 		return;
 	}
+	char key[128];
+	long long gen;
+	bool hit;
+	if (snprintf(key, sizeof key, "%s|%lld|%lld|%lld", dsv, (long long)all, (long long)limit,
+		     (long long)offset) >= (int)sizeof key || !board_gen(c, dsv, &gen))
+		return;
+	struct board_entry *e = board_slot(key, &hit);
+	e->used = ++board_clock;
+	if (hit && e->gen == gen) {
+		buf_append(fcgi_body_buf(c), e->body.data, e->body.len);
+		fcgi_reply_buf(c, 200, "application/json");
+		return;
+	}
 	char rid[40], dv[130], num[6][40], name[810], owner[130], at[RV_TS_LEN];
 	struct db_col cols[] = {
 		DB_COL_TEXT(rid), DB_COL_INT, DB_COL_TEXT(dv), DB_COL_TEXT(num[0]), DB_COL_TEXT(num[1]),
@@ -95,5 +163,12 @@ void h_leaderboard(struct fcgi_ctx *c)
 		return;
 	}
 	buf_putc(b, ']');
+	/* keep it for the next request while the counter does not move; a run
+	 * completing during the query bumps the counter after this read, so the
+	 * entry is stale at worst until that counter value is seen */
+	snprintf(e->key, sizeof e->key, "%s", key);
+	e->gen = gen;
+	buf_reset(&e->body);
+	buf_append(&e->body, b->data, b->len);
 	fcgi_reply_buf(c, 200, "application/json");
 }
