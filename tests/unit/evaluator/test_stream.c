@@ -2,7 +2,8 @@
  * test_stream.c: lockstep streaming (evaluator/stream.c) against the real
  * strategy host (sandbox/host, $AGENTTEST_HOST_DIR) in trusted mode: the
  * rows come back in order with the view the host built at each step, bars
- * beyond `bars` are never streamed, assets are sorted, and failures
+ * beyond `bars` are never streamed, assets are sorted, derivative columns
+ * reach cg()/cg_fields()/has_cg(), and failures
  * (exception, rows of different lengths, oversized rows) end the run with
  * the right error. Runs under the sanitizers and valgrind in stage 20.
  */
@@ -173,6 +174,56 @@ static void test_bad_rows(void **state)
 	stream_result_free(&res);
 }
 
+/* A derivatives field present for one asset: cg(), cg_fields(), has_cg(). */
+static void test_derivatives_layer(void **state)
+{
+	(void)state;
+	static double fund[NBARS];
+	static const char *const names[] = { "ETH", "AAA" };
+	static const double *const closes[] = { close_a, close_b };
+	static const char *const fnames[] = { "funding_1h" };
+	static const double *fields[2];
+	for (int t = 0; t < NBARS; t++)
+		fund[t] = 0.001 * t;
+	fields[0] = fund;   /* (field 0, asset 0 = ETH) */
+	fields[1] = NULL;   /* AAA has none */
+	struct ch_market m = {
+		.T = NBARS, .ts = ts, .n_assets = 2, .names = names, .close = closes,
+		.n_fields = 1, .field_names = fnames, .fields = fields,
+	};
+	static const char code[] =
+		"import numpy as np\n"
+		"from agenttest import Featurizer, Predictor\n"
+		"class TechFeaturizer(Featurizer):\n"
+		"    warmup = 20\n"
+		"    def compute(self, view):\n"
+		"        assert view.has_cg() and view.cg_fields('ETH') == ['funding_1h'] and view.cg_fields('AAA') == []\n"
+		"        f = view.cg('ETH', 'funding_1h')\n"
+		"        assert len(f) == view.t + 1 and not f.flags.writeable\n"
+		"        try:\n"
+		"            view.cg('AAA', 'funding_1h')\n"
+		"            missing = 0.0\n"
+		"        except KeyError:\n"
+		"            missing = 1.0\n"
+		"        return [f[-1], missing, view.ohlcv('ETH')[-1, 4]]\n"
+		"class TechPredictor(Predictor):\n"
+		"    def predict(self, f):\n"
+		"        return f\n";
+	struct stream_request rq = {
+		.m = &m, .bars = NBARS, .code = code, .code_len = strlen(code),
+		.sbx = { .mode = SBX_TRUSTED, .limits = { .cpu_seconds = 60 } },
+	};
+	struct stream_result res;
+	assert_int_equal(stream_run(&rq, &res), EV_OK);
+	assert_int_equal(res.rows, NBARS - 20);
+	for (size_t i = 0; i < res.rows; i++) {
+		assert_true(res.emb[i * 3] == (float)fund[20 + i]);
+		assert_true(res.emb[i * 3 + 1] == 1.0f);
+		assert_true(res.emb[i * 3 + 2] == 0.0f);   /* no volume column: 0 */
+	}
+	stream_result_free(&res);
+}
+
 /* warmup beyond the data: no step, no row, no error (scoring refuses later). */
 static void test_no_steps(void **state)
 {
@@ -200,6 +251,7 @@ int main(void)
 		cmocka_unit_test(test_exception),
 		cmocka_unit_test(test_bad_rows),
 		cmocka_unit_test(test_no_steps),
+		cmocka_unit_test(test_derivatives_layer),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
