@@ -194,6 +194,13 @@ static void slot_run(struct slot *s, MYSQL *c, struct rjob *j)
 			log_run(LOG_LVL_ERROR, "hand_back_failed", j->id, buf_cstr(&err));
 		else
 			log_run(LOG_LVL_INFO, "handed_back", j->id, NULL);
+	} else if (r.status == RJOB_FAILED && strcmp(r.error_code, "internal") == 0 && j->attempt < j->max_attempts) {
+		/* a failure of the trusted side (sandbox, environment), not of the
+		 * strategy: try again, on any runner, while attempts are left */
+		log_run(LOG_LVL_WARNING, "retrying", j->id, buf_cstr(&r.error_message));
+		if (rdb_requeue(c, R.owner, j, &err) != 0)
+			log_run(LOG_LVL_ERROR, "requeue_failed", j->id, buf_cstr(&err));
+		wake_slots();
 	} else {
 		if (j->verify_of)
 			build_verification(c, j, &r, &r.verification_json);

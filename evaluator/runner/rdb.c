@@ -173,7 +173,7 @@ int rdb_claim(MYSQL *c, const char *owner, struct rjob *j, struct buf *err)
 	memset(j, 0, sizeof *j);
 	if (qs(c, "START TRANSACTION", err) != 0)
 		goto out;
-	if (qs(c, "SELECT id, attempts FROM runs WHERE status = 'queued' "
+	if (qs(c, "SELECT id, attempts, max_attempts FROM runs WHERE status = 'queued' "
 		  "ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED", err) != 0)
 		goto fail;
 	if (!(res = mysql_store_result(c))) {
@@ -188,6 +188,7 @@ int rdb_claim(MYSQL *c, const char *owner, struct rjob *j, struct buf *err)
 	}
 	snprintf(j->id, sizeof j->id, "%s", row[0]);
 	j->attempt = (unsigned)strtoul(row[1], NULL, 10) + 1;
+	j->max_attempts = (unsigned)strtoul(row[2], NULL, 10);
 	buf_puts(&sql, "UPDATE runs SET status = 'running', lease_owner = ");
 	rdb_quote(c, &sql, owner, strlen(owner));
 	buf_printf(&sql, ", lease_expires_at = NOW(6) + INTERVAL %d SECOND, attempts = %u, "
@@ -470,6 +471,16 @@ int rdb_hand_back(MYSQL *c, const char *owner, const struct rjob *j, struct buf 
 	struct buf sql = BUF_INIT;
 	buf_puts(&sql, "UPDATE runs SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL, "
 		       "attempts = attempts - 1, started_at = NULL");
+	guard(c, &sql, owner, j);
+	int rc = q(c, &sql, err);
+	buf_free(&sql);
+	return rc;
+}
+
+int rdb_requeue(MYSQL *c, const char *owner, const struct rjob *j, struct buf *err)
+{
+	struct buf sql = BUF_INIT;
+	buf_puts(&sql, "UPDATE runs SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL");
 	guard(c, &sql, owner, j);
 	int rc = q(c, &sql, err);
 	buf_free(&sql);

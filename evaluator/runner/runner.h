@@ -36,6 +36,7 @@
 struct rjob {
 	char     id[37];               /* run UUID */
 	unsigned attempt;              /* attempts after this claim (the write guard) */
+	unsigned max_attempts;
 	uint64_t seq;
 	uint64_t strategy_version_id;
 	char    *dataset_version;
@@ -121,6 +122,9 @@ int rdb_reap(MYSQL *c, struct buf *err);
 
 /* Give a running job back to the queue (SIGTERM hand-back), not counting the attempt. */
 int rdb_hand_back(MYSQL *c, const char *owner, const struct rjob *j, struct buf *err);
+
+/* Put a job back in the queue after an internal failure, counting the attempt. */
+int rdb_requeue(MYSQL *c, const char *owner, const struct rjob *j, struct buf *err);
 
 /* Fetch the metrics JSON and equity bytes of `run_id` for a verification. 1 found, 0 not, -1 error. */
 int rdb_load_reference(MYSQL *c, const char *run_id, struct buf *metrics_json, struct buf *equity, struct buf *err);
