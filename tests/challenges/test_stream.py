@@ -374,3 +374,32 @@ def test_momentum_finds_the_planted_effect_and_random_does_not(ds60, tmp_path):
     assert mom["mean_auc"] > 0.54, mom["mean_auc"]          # docs/datasets.md: 0.572 pooled
     assert abs(rnd["mean_auc"] - 0.5) < 0.02, rnd["mean_auc"]
     assert mom["mean_auc"] - rnd["mean_auc"] > 0.03
+
+
+SUBCLASSES = '''
+from model_iteration_tool import Featurizer, Predictor
+import numpy as np
+
+class MyFeaturizer(Featurizer):
+    warmup = 200
+    compute_interval = 1
+
+    def compute(self, view):
+        prices = view.prices("ETH")
+        log_r = np.diff(np.log(prices[-100:]))
+        return {"momentum": np.array([log_r.mean()]), "vol": np.array([log_r.std()])}
+
+class MyPredictor(Predictor):
+    def predict(self, features):
+        p_up = 0.5 + 0.5 * np.tanh(features["momentum"][0] * 500)
+        return np.array([p_up, 1.0 - p_up])
+'''
+
+
+def test_original_strategy_file_runs_unmodified(ds2, tmp_path):
+    """Any Featurizer/Predictor subclasses (the README's names), imported
+    under the original's package name, stream like the agent contract."""
+    rc, res = evaluate(ds2, "ETH-1H-BINARY", SUBCLASSES, tmp_path, mode="mantis")
+    assert rc == 0, res
+    assert res["timing"]["warmup"] == 200 and 0 <= res["mean_auc"] <= 1
+    assert normalise(res) == normalise(sdk_result(ds2, "ETH-1H-BINARY", SUBCLASSES, "mantis", 0))
