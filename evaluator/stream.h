@@ -43,6 +43,7 @@ struct stream_stats {
 	double loop_s;         /* wall time of the lockstep loop */
 	double strategy_s;     /* time inside compute/predict (host-reported) */
 	size_t runner_sleeps;  /* times the runner blocked on the futex */
+	size_t runner_naps;    /* timed naps through a slow strategy's step */
 	double platform_us_p50; /* per-step platform time (step wall time minus the */
 	double platform_us_p90; /* strategy's time of that step): median, 90th percentile */
 	size_t shm_bytes;      /* size of the shared market */
