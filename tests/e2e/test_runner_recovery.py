@@ -86,7 +86,11 @@ def test_sigkill_mid_run_completes_exactly_once_elsewhere(rstack, api):
     assert done["status"] == "completed", done
     assert done["attempts"] == 2, done
     assert time.monotonic() - t0 < 30
-    # written once, by the survivor; the killed runner wrote nothing for it
+    # written once, by the survivor (it logs just after its commit); the
+    # killed runner wrote nothing for it
+    deadline = time.monotonic() + 5
+    while not done_ids(rstack.var / "log" / "runner-b.log") and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert done_ids(rstack.var / "log" / "runner-b.log").count(run["run_id"]) == 1
     assert run["run_id"] not in done_ids(rstack.var / "log" / "runner.log")
     assert other.poll() is None
@@ -114,6 +118,7 @@ def test_two_hundred_runs_two_runners_none_twice(rstack, api):
         pending -= {r["run_id"] for r in page}
         time.sleep(0.5)
     assert not pending, f"{len(pending)} runs never finished"
+    time.sleep(1)   # runners log each write just after committing it
     writes = collections.Counter()
     per_runner = []
     for f in sorted((rstack.var / "log").glob("runner*.log")):
