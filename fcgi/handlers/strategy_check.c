@@ -15,10 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
 
+#include "common/log.h"
 #include "evaluator/protocol.h"
 #include "fcgi/handlers/runs_view.h"
 #include "sandbox/sandbox.h"
@@ -44,8 +46,15 @@ static json_object *ask_host(const char *code, size_t len, char *err, size_t err
 	json_object *answer = NULL;
 	/* one-shot sandbox: no zygote per API worker */
 	setenv("AGENTTEST_SANDBOX_ZYGOTE", "0", 1);
-	if (sbx_start(&spec, &run, err, errlen) != 0)
-		return NULL;
+	if (sbx_start(&spec, &run, err, errlen) != 0) {
+		/* a start-up failure of the sandbox is not the submission's fault:
+		 * log it and try once more before answering 503 */
+		log_msg(LOG_LVL_WARNING, "check_sandbox_start_failed", "%s", err);
+		struct timespec pause = { 0, 50 * 1000 * 1000 };
+		nanosleep(&pause, NULL);
+		if (sbx_start(&spec, &run, err, errlen) != 0)
+			return NULL;
+	}
 	proto_conn_init(&pc, run.to_host, run.from_host, run.log_fd, proto_now() + 10.0);
 	enum proto_status st = proto_recv(&pc, &h, &meta, NULL, PROTO_MAX_META_IN, 0);
 	if (st == PROTO_OK && h.type == PROTO_READY) {
