@@ -351,6 +351,15 @@ int rdb_finish(MYSQL *c, const char *owner, const struct rjob *j, struct rresult
 		buf_puts(&code, r->error_code[0] ? r->error_code : (r->status == RJOB_CANCELLED ? "cancelled" : "internal"));
 		set_text(c, &sql, "error_code", &code);
 		buf_free(&code);
+		/* the API reads messages into 4 KiB: cut long ones at a character */
+		size_t cut = r->error_message.len;
+		if (cut > RUNNER_MESSAGE_MAX) {
+			cut = RUNNER_MESSAGE_MAX;
+			while (cut && ((unsigned char)r->error_message.data[cut] & 0xC0) == 0x80)
+				cut--;
+			r->error_message.len = cut;
+			r->error_message.data[cut] = '\0';
+		}
 		set_text(c, &sql, "error_message", &r->error_message);
 		set_text(c, &sql, "error_log_tail", &r->log_tail);
 	}

@@ -29,6 +29,7 @@
 #define RUNNER_DRAIN_S          30     /* SIGTERM: finish running work this long */
 #define RUNNER_OWNER_MAX        128
 #define RUNNER_LOG_TAIL_MAX     4096   /* bytes of the host's stderr kept on a run */
+#define RUNNER_MESSAGE_MAX      3072   /* bytes of an error message kept on a run */
 #define RUNNER_EQUITY_MAX       (1u << 24) /* values */
 
 /* ---- a claimed job --------------------------------------------------------- */

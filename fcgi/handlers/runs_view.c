@@ -151,9 +151,11 @@ int rv_load_run(struct fcgi_ctx *c, const char *id, struct rv_run *r)
 	struct db_col col[C__N];
 	static const size_t caps[C__N] = {
 		[C_ID] = 40, [C_DSV] = 130, [C_DSH] = 65, [C_CFG] = 65, [C_CODE] = 65, [C_STATUS] = 16,
-		[C_ART] = 1030, [C_PARAMS] = 65536, [C_ASSET] = 70, [C_AUDIT_RES] = 65536, [C_ECODE] = 40,
-		[C_EMSG] = 8192, [C_ETAIL] = 8192, [C_QAT] = RV_TS_LEN, [C_SAT] = RV_TS_LEN, [C_CAT] = RV_TS_LEN,
-		[C_RT] = 40, [C_RES] = 8192, [C_VERIF] = 8192, [C_VOF] = 40, [C_MJSON] = 65536,
+		/* params are at most 16 KiB (POST /runs); the other texts are written
+		 * by the runner and far below their caps */
+		[C_ART] = 1030, [C_PARAMS] = 16385, [C_ASSET] = 70, [C_AUDIT_RES] = 8192, [C_ECODE] = 40,
+		[C_EMSG] = 4096, [C_ETAIL] = 4608, [C_QAT] = RV_TS_LEN, [C_SAT] = RV_TS_LEN, [C_CAT] = RV_TS_LEN,
+		[C_RT] = 40, [C_RES] = 4096, [C_VERIF] = 2048, [C_VOF] = 40, [C_MJSON] = 8192,
 	};
 	void *pair[2] = { c, r };
 	if (!policy_is_uuid(id))
