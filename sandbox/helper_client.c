@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "sandbox/sbx_client.h"
+#include "sandbox/sbx_confine.h"
 #include "sandbox/sbx_int.h"
 
 #define MAX_ARGS 96
@@ -68,7 +69,7 @@ int sbx_helper_start(const struct sbx_spec *spec, struct sbx_run *run, char *err
 	ARG("--meta-fd=3");
 	if (spec->shm_fd > 2)
 		ARG("--shm-fd=4");
-	ARG("--bind=%s", hostdir);
+	ARG("--bind=%s:%s", hostdir, SBX_BOX_HOST_DIR);
 	for (int i = 0; spec->ro_binds && spec->ro_binds[i]; i++)
 		ARG("--bind=%s", spec->ro_binds[i]);
 	if (spec->rw_workdir)
@@ -80,7 +81,7 @@ int sbx_helper_start(const struct sbx_spec *spec, struct sbx_run *run, char *err
 	ARG("-E");
 	ARG("-s");
 	ARG("-B");
-	ARG("%s/agenttest_host", hostdir);
+	ARG("%s/agenttest_host", SBX_BOX_HOST_DIR);
 #undef ARG
 	if (rc != 0) {
 		snprintf(err, errlen, "helper command line too long");

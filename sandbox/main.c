@@ -108,6 +108,19 @@ static const char *parse_path(const char *s, const char *opt)
 	return s;
 }
 
+/* --bind=SRC[:DST]: SRC on the host, seen at DST inside (default SRC).
+ * The argument is split in place; both halves are checked like paths. */
+static void parse_bind(char *s, const char **src, const char **dst)
+{
+	char *colon = strchr(s, ':');
+	*dst = NULL;
+	if (colon) {
+		*colon = '\0';
+		*dst = parse_path(colon + 1, "bind");
+	}
+	*src = parse_path(s, "bind");
+}
+
 int main(int argc, char **argv)
 {
 	enum { O_BOX = 256, O_CPU, O_WALL, O_MEM, O_PROCS, O_FILES, O_OUTPUT, O_BIND,
@@ -142,7 +155,8 @@ int main(int argc, char **argv)
 		case O_BIND:
 			if (o.root.nbinds >= SBX_MAX_BINDS)
 				die("too many --bind (max %d)", SBX_MAX_BINDS);
-			o.root.binds[o.root.nbinds++] = parse_path(optarg, "bind");
+			parse_bind(optarg, &o.root.binds[o.root.nbinds], &o.root.dsts[o.root.nbinds]);
+			o.root.nbinds++;
 			break;
 		case O_WORKDIR: o.root.workdir = parse_path(optarg, "workdir"); break;
 		case O_TMP: o.root.tmp_bytes = parse_size(optarg, "tmp"); break;

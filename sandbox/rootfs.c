@@ -8,8 +8,9 @@
  * /lib64, /sbin entries (symlinks into /usr on merged-usr systems, else
  * read-only binds), /etc/ld.so.cache, /etc/localtime and /etc/alternatives
  * (Debian resolves libblas/liblapack through it); the requested
- * extra paths read-only at the same path (the strategy host directory is
- * one of them); an optional read-write work directory (nosuid, nodev,
+ * extra paths read-only, each at the same path or at the destination given
+ * (agenttest's own files go to fixed places under /opt/agenttest, see
+ * sbx_confine.h); an optional read-write work directory (nosuid, nodev,
  * noexec); an optional size-capped /tmp (noexec); a minimal /dev (null,
  * zero, random, urandom bound from the host, fd symlinks); and an empty
  * /proc mount point. Nothing else of the host exists inside: no /etc
@@ -82,19 +83,22 @@ static bool mkfile(const char *root, const char *path, char *err, size_t errlen)
 	return true;
 }
 
-/* Bind src at root+src; read-only unless rw; rw mounts are noexec. */
-static bool bind(const char *root, const char *src, bool rw, char *err, size_t errlen)
+/* Bind src at root+at (at NULL: the same path); read-only unless rw; rw
+ * mounts are noexec. */
+static bool bind_at(const char *root, const char *src, const char *at, bool rw, char *err, size_t errlen)
 {
 	struct stat st;
 	char dst[4096];
+	if (!at)
+		at = src;
 	if (stat(src, &st) < 0)
 		return fail(err, errlen, "stat", src);
-	int n = snprintf(dst, sizeof dst, "%s%s", root, src);
+	int n = snprintf(dst, sizeof dst, "%s%s", root, at);
 	if (n < 0 || (size_t)n >= sizeof dst) {
-		snprintf(err, errlen, "path too long: %s", src);
+		snprintf(err, errlen, "path too long: %s", at);
 		return false;
 	}
-	if (!(S_ISDIR(st.st_mode) ? mkpath(root, src, err, errlen) : mkfile(root, src, err, errlen)))
+	if (!(S_ISDIR(st.st_mode) ? mkpath(root, at, err, errlen) : mkfile(root, at, err, errlen)))
 		return false;
 	if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
 		return fail(err, errlen, "bind", src);
@@ -108,6 +112,12 @@ static bool bind(const char *root, const char *src, bool rw, char *err, size_t e
 	if (mount(NULL, dst, NULL, fl, NULL) < 0)
 		return fail(err, errlen, "remount", src);
 	return true;
+}
+
+/* Bind src at the same path inside the box. */
+static bool bind(const char *root, const char *src, bool rw, char *err, size_t errlen)
+{
+	return bind_at(root, src, NULL, rw, err, errlen);
 }
 
 /* The top-level system entries: same symlink, or a read-only bind. */
@@ -187,7 +197,7 @@ bool sbx_root_enter(const struct sbx_root_opts *o, char *err, size_t errlen)
 	    !mkpath(root, "/proc", err, errlen))
 		return false;
 	for (int i = 0; i < o->nbinds; i++)
-		if (!bind(root, o->binds[i], false, err, errlen))
+		if (!bind_at(root, o->binds[i], o->dsts[i], false, err, errlen))
 			return false;
 	if (o->workdir && !bind(root, o->workdir, true, err, errlen))
 		return false;

@@ -54,8 +54,16 @@ void sbx_policy_free(struct sbx_bpf *b);
 /* ---- the box's file system (rootfs.c) ----------------------------------- */
 #define SBX_MAX_BINDS 16
 
+/* Fixed places inside the box for agenttest's own files, so that where a
+ * checkout or an installation lives on the host (say under /tmp) never
+ * shapes the box's tree nor collides with its private /tmp. */
+#define SBX_BOX_HOST_DIR   "/opt/agenttest/host"
+#define SBX_BOX_ZYGOTE_DIR "/opt/agenttest/zygote"
+#define SBX_BOX_ZYGOTE_SO  "/opt/agenttest/agenttest-zygote.so"
+
 struct sbx_root_opts {
-	const char *binds[SBX_MAX_BINDS]; /* extra read-only paths, same path inside */
+	const char *binds[SBX_MAX_BINDS]; /* extra read-only paths on the host */
+	const char *dsts[SBX_MAX_BINDS];  /* where each appears inside; NULL: same path */
 	int         nbinds;
 	const char *workdir;              /* read-write, same path inside, or NULL */
 	uint64_t    tmp_bytes;            /* size of a private /tmp; 0: none */

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "sandbox/sbx_client.h"
+#include "sandbox/sbx_confine.h"
 #include "sandbox/sbx_int.h"
 #include "sandbox/sbx_zygote.h"
 
@@ -88,7 +89,7 @@ static int zspawn(struct zhelper *z, char *err, size_t errlen)
 		snprintf(err, errlen, "sandbox helper or host directory not found");
 		return -1;
 	}
-	int n = snprintf(bind, sizeof bind, "--bind=%s", hostdir);
+	int n = snprintf(bind, sizeof bind, "--bind=%s:%s", hostdir, SBX_BOX_HOST_DIR);
 	if (n < 0 || (size_t)n >= sizeof bind)
 		return -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {

@@ -176,9 +176,12 @@ static int start_zygote(struct zsup *z, const struct sbx_root_opts *root_in, cha
 		snprintf(err, errlen, "zygote needs the host directory as the first --bind");
 		return -1;
 	}
+	root.dsts[root.nbinds] = SBX_BOX_ZYGOTE_SO;
 	root.binds[root.nbinds++] = so;
+	root.dsts[root.nbinds] = SBX_BOX_ZYGOTE_DIR;
 	root.binds[root.nbinds++] = dir;
-	snprintf(script, sizeof script, "%s/zygote.py", dir);
+	snprintf(script, sizeof script, "%s/zygote.py", SBX_BOX_ZYGOTE_DIR);
+	const char *box_host = root_in->dsts[0] ? root_in->dsts[0] : root_in->binds[0];
 	const char *preload = getenv("AGENTTEST_ZYGOTE_PRELOAD");
 	if (!preload || !*preload)
 		preload = "numpy,pandas";
@@ -208,8 +211,9 @@ static int start_zygote(struct zsup *z, const struct sbx_root_opts *root_in, cha
 			_exit(2);
 		}
 		close_range(4, ~0u, 0);
-		char *argv[] = { (char *)SBX_PYTHON, (char *)"-E", (char *)"-s", (char *)"-B", script, so,
-		                 (char *)(uintptr_t)root_in->binds[0], (char *)(uintptr_t)preload, NULL };
+		char *argv[] = { (char *)SBX_PYTHON, (char *)"-E", (char *)"-s", (char *)"-B", script,
+		                 (char *)SBX_BOX_ZYGOTE_SO, (char *)(uintptr_t)box_host,
+		                 (char *)(uintptr_t)preload, NULL };
 		execve(SBX_PYTHON, argv, sbx_host_env);
 		_exit(127);
 	}
