@@ -49,7 +49,7 @@ static void assets_json(const struct dataset *ds, struct buf *b)
 /* Look up the hash registered for label into hash[65]; 1 found, 0 not, -1 error. */
 static int registered_hash(struct db *db, const char *label, char hash[65])
 {
-	char h[65];
+	char h[65] = "";
 	struct db_col cols[] = { DB_COL_TEXT(h) };
 	struct db_arg args[] = { DB_ARG_TEXT(label) };
 	struct db_result res = { 0 };

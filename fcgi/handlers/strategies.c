@@ -304,7 +304,7 @@ void h_strategies_register(struct fcgi_ctx *c)
 	if (!st_register_path(c, path, uid, &vid, &created))
 		return;
 	/* reply with the stored row */
-	char hash[65], kind[16], name[ST_NAME_MAX * 4 + 1], spath[PATH_MAX];
+	char hash[65] = "", kind[16] = "", name[ST_NAME_MAX * 4 + 1] = "", spath[PATH_MAX] = "";
 	struct db_col cols[] = { DB_COL_INT, DB_COL_TEXT(hash), DB_COL_TEXT(kind), DB_COL_TEXT(name), DB_COL_TEXT(spath) };
 	struct db_arg arg = DB_ARG_INT(vid);
 	enum db_status st = db_exec(fcgi_db(c),
