@@ -9,7 +9,7 @@
  * read-only binds), /etc/ld.so.cache, /etc/localtime and /etc/alternatives
  * (Debian resolves libblas/liblapack through it); the requested
  * extra paths read-only, each at the same path or at the destination given
- * (agenttest's own files go to fixed places under /opt/agenttest, see
+ * (agenttest's own files go to fixed places under /agenttest, see
  * sbx_confine.h); an optional read-write work directory (nosuid, nodev,
  * noexec); an optional size-capped /tmp (noexec); a minimal /dev (null,
  * zero, random, urandom bound from the host, fd symlinks); and an empty

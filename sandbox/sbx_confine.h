@@ -57,9 +57,9 @@ void sbx_policy_free(struct sbx_bpf *b);
 /* Fixed places inside the box for agenttest's own files, so that where a
  * checkout or an installation lives on the host (say under /tmp) never
  * shapes the box's tree nor collides with its private /tmp. */
-#define SBX_BOX_HOST_DIR   "/opt/agenttest/host"
-#define SBX_BOX_ZYGOTE_DIR "/opt/agenttest/zygote"
-#define SBX_BOX_ZYGOTE_SO  "/opt/agenttest/agenttest-zygote.so"
+#define SBX_BOX_HOST_DIR   "/agenttest/host"
+#define SBX_BOX_ZYGOTE_DIR "/agenttest/zygote"
+#define SBX_BOX_ZYGOTE_SO  "/agenttest/agenttest-zygote.so"
 
 struct sbx_root_opts {
 	const char *binds[SBX_MAX_BINDS]; /* extra read-only paths on the host */

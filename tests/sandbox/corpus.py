@@ -357,8 +357,10 @@ def helper_table(helper, prog, tmpdir):
     for i, (name, opts, want) in enumerate(rows):
         meta = os.path.join(tmpdir, "meta-%d-%s" % (i, name))
         opts = [o for o in opts if o != "--"]
-        target = prog if name != "missing" else "/nonexistent/prog"
-        cmd = [helper, "--box=%d" % 7, "--meta=" + meta, "--bind=" + bindir] + opts + ["--", target, name]
+        # the program's folder at a fixed place inside, wherever the checkout is
+        # (a host path under /tmp would be hidden by --tmp's private /tmp)
+        target = "/box-test/" + os.path.basename(prog) if name != "missing" else "/nonexistent/prog"
+        cmd = [helper, "--box=%d" % 7, "--meta=" + meta, "--bind=%s:/box-test" % bindir] + opts + ["--", target, name]
         p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
         rec = {}
         if os.path.exists(meta):
