@@ -280,3 +280,18 @@ def test_queued_run_limit_answers_429_with_retry_after(alice):
             alice.post(f"/runs/{i}/cancel")
         for i in ids[:2]:
             assert alice.wait_run(i, timeout=15)["status"] == "cancelled"
+
+
+def test_positions_fully_long_without_fees_is_buy_and_hold(alice):
+    """Next-bar execution of a constant exposure of 1 reproduces buy-and-hold."""
+    vid = submit(alice, "def positions(prices, params):\n    return [1.0] * len(prices)\n", "long")
+    run = alice.run(vid, dataset_version="v1", fee_bps=0)
+    assert run["status"] == "completed", run
+    eq = alice.get(f"/runs/{run['run_id']}/equity?format=json").json()["equity"]
+    assert eq == pytest.approx([1.0, 1.01, 1.02, 1.03, 1.04], rel=1e-12)
+    assert run["metrics"]["total_return"] == pytest.approx(0.04, rel=1e-12)
+    assert run["metrics"]["fees_paid"] == 0
+    # with the default 10 bps the entry trade is charged in the first bar's
+    # growth factor: E1 = 1 + r1 - 0.001 (docs of evaluator/engine.h)
+    paid = alice.run(vid, dataset_version="v1")
+    assert paid["metrics"]["total_return"] == pytest.approx((1 + 0.01 - 0.001) * (104 / 101) - 1, rel=1e-9)
