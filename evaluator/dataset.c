@@ -293,47 +293,6 @@ long ds__check_values(const struct dataset *ds, size_t asset, const char **why)
 	return -1;
 }
 
-int ds__read_file(const char *path, size_t max, char **out, size_t *outlen)
-{
-	int rc = -1, fd = -1;
-	char *p = NULL;
-	struct stat st;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block us */
-	if (fd < 0 || fstat(fd, &st) != 0)
-		goto out;
-	if (!S_ISREG(st.st_mode)) {
-		errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
-		goto out;
-	}
-	if ((uintmax_t)st.st_size > max) {
-		errno = EFBIG;
-		goto out;
-	}
-	size_t n = (size_t)st.st_size, got = 0;
-	p = xmalloc(n + 1);
-	while (got < n) {
-		ssize_t r = read(fd, p + got, n - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			if (r == 0)
-				errno = EIO; /* shrank while reading */
-			goto out;
-		}
-		got += (size_t)r;
-	}
-	p[n] = '\0';
-	*out = p;
-	*outlen = n;
-	p = NULL;
-	rc = 0;
-out:
-	free(p);
-	if (fd >= 0)
-		close(fd);
-	return rc;
-}
-
 struct dataset *ds_open_any(const char *dir, int verify, const char *asset,
 			    enum ds_err *err, char *msg, size_t msglen)
 {

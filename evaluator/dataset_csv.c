@@ -20,6 +20,7 @@
 
 #include "xalloc.h"
 #include "evaluator/dataset_priv.h"
+#include "common/readfile.h"
 
 #define CSV_MAX_FILE   ((size_t)1 << 30)
 #define CSV_MAX_FIELDS 64
@@ -340,7 +341,7 @@ struct dataset *ds_load_prices_csv(const char *path, const char *asset, struct d
 		ds__fail(e, DS_ERR_INPUT, 0, "asset name \"%.40s\" invalid (1..%d of [A-Za-z0-9_-])", asset, DS_MAX_NAME);
 		goto out;
 	}
-	if (ds__read_file(path, CSV_MAX_FILE, &text, &len) != 0) {
+	if (read_file_max(path, CSV_MAX_FILE, 0, &text, &len) != 0) {
 		ds__fail(e, errno == ENOENT ? DS_ERR_NOT_FOUND : errno == EFBIG ? DS_ERR_INPUT : DS_ERR_IO, 0,
 			 "%s: %s", path, errno == EFBIG ? "larger than 1 GiB" : strerror(errno));
 		goto out;

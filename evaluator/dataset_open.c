@@ -19,6 +19,7 @@
 
 #include "xalloc.h"
 #include "evaluator/dataset_priv.h"
+#include "common/readfile.h"
 
 #define MANIFEST_DEPTH 8
 
@@ -285,7 +286,7 @@ static struct dataset *open_dir(const char *dir, int verify, struct ds_error *e)
 		ds__fail(e, DS_ERR_IO, 0, "dataset path too long");
 		goto out;
 	}
-	if (ds__read_file(path, DS_MAX_MANIFEST, &text, &len) != 0) {
+	if (read_file_max(path, DS_MAX_MANIFEST, 0, &text, &len) != 0) {
 		ds__fail(e, errno == ENOENT ? DS_ERR_NOT_FOUND : errno == EFBIG ? DS_ERR_MANIFEST : DS_ERR_IO, 0,
 			 "%s: %s", path, errno == EFBIG ? "larger than 4 MiB" : strerror(errno));
 		goto out;

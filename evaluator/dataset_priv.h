@@ -91,9 +91,6 @@ long ds__check_ts(const int64_t *ts, size_t n, int64_t interval_ms);
  */
 long ds__check_values(const struct dataset *ds, size_t asset, const char **why);
 
-/* Read a whole regular file (at most max bytes) into a NUL-terminated heap
- * buffer; 0 on success, else -1 with errno set (EFBIG when too large). */
-int ds__read_file(const char *path, size_t max, char **out, size_t *outlen);
 
 /*
  * Split one CSV line [p, end) at commas into at most maxf fields (pointers

@@ -21,6 +21,7 @@
 #include "evaluator/dataset_priv.h"
 #include "evaluator/import.h"
 #include "evaluator/import_priv.h"
+#include "common/readfile.h"
 
 #define KLINE_COLS     12
 #define KLINE_MAX_FILE ((size_t)1 << 30)
@@ -315,7 +316,7 @@ static int read_all(struct kl_state *s, size_t n, const char *const *files, stru
 	for (size_t i = 0; i < n; i++) {
 		char *text = NULL;
 		size_t len = 0;
-		if (ds__read_file(files[i], KLINE_MAX_FILE, &text, &len) != 0)
+		if (read_file_max(files[i], KLINE_MAX_FILE, 0, &text, &len) != 0)
 			return ds__fail(e, errno == ENOENT ? DS_ERR_NOT_FOUND : errno == EFBIG ? DS_ERR_INPUT : DS_ERR_IO, 0,
 					"%s: %s", files[i], errno == EFBIG ? "larger than 1 GiB" : strerror(errno)), -1;
 		ds__sha256_hex(text, len, s->file_hex[i]);

@@ -143,45 +143,6 @@ static int bt_parse(int argc, char **argv, struct bt_opts *o)
 	return 0;
 }
 
-/* Read a whole regular file (at most max bytes) into *out. 0 or -1 (msg). */
-static int bt_read_file(const char *path, size_t max, char **out, size_t *len, char *msg, size_t msglen)
-{
-	int rc = -1;
-	char *data = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		snprintf(msg, msglen, "cannot read strategy file %s: %s", path, fd < 0 ? strerror(errno) : "not a regular file");
-		goto out;
-	}
-	if ((uint64_t)st.st_size > max) {
-		snprintf(msg, msglen, "strategy file %s is larger than %zu bytes", path, max);
-		goto out;
-	}
-	data = xmalloc((size_t)st.st_size + 1);
-	size_t got = 0;
-	while (got < (size_t)st.st_size) {
-		ssize_t r = read(fd, data + got, (size_t)st.st_size - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			snprintf(msg, msglen, "reading %s: %s", path, r < 0 ? strerror(errno) : "short read");
-			goto out;
-		}
-		got += (size_t)r;
-	}
-	data[got] = '\0';
-	*out = data;
-	*len = got;
-	data = NULL;
-	rc = 0;
-out:
-	free(data);
-	if (fd >= 0)
-		close(fd);
-	return rc;
-}
-
 /* A random UUID4 in out (37 bytes). */
 static void bt_uuid4(char out[37])
 {
@@ -392,8 +353,8 @@ static int bt_prepare_dataset(struct bt_run_ctx *x)
 static int bt_prepare_inputs(struct bt_run_ctx *x)
 {
 	char msg[600];
-	if (bt_read_file(x->o.strategy, BT_MAX_CODE, &x->code, &x->code_len, msg, sizeof msg) < 0)
-		return cli_error(CLI_FAILED, "invalid_field", "%s", msg);
+	if (cli_read_strategy(x->o.strategy, BT_MAX_CODE, &x->code, &x->code_len) != 0)
+		return CLI_FAILED;
 	hash_code(x->code, x->code_len, x->code_hash);
 	const char *p = x->o.params ? x->o.params : "{}";
 	if (cj_parse(p, strlen(p), &x->params, msg, sizeof msg) < 0)

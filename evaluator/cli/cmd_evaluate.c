@@ -124,45 +124,6 @@ static int ev_parse(int argc, char **argv, struct ev_opts *o)
 	return 0;
 }
 
-/* Read a whole regular file of at most max bytes. 0 or -1 (msg). */
-static int ev_read(const char *path, size_t max, char **out, size_t *len, char *msg, size_t msglen)
-{
-	int rc = -1;
-	char *data = NULL;
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		snprintf(msg, msglen, "cannot read strategy file %s: %s", path, fd < 0 ? strerror(errno) : "not a regular file");
-		goto out;
-	}
-	if ((uint64_t)st.st_size > max) {
-		snprintf(msg, msglen, "strategy file %s is larger than %zu bytes", path, max);
-		goto out;
-	}
-	data = xmalloc((size_t)st.st_size + 1);
-	size_t got = 0;
-	while (got < (size_t)st.st_size) {
-		ssize_t r = read(fd, data + got, (size_t)st.st_size - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			snprintf(msg, msglen, "reading %s: %s", path, r < 0 ? strerror(errno) : "short read");
-			goto out;
-		}
-		got += (size_t)r;
-	}
-	data[got] = '\0';
-	*out = data;
-	*len = got;
-	data = NULL;
-	rc = 0;
-out:
-	free(data);
-	if (fd >= 0)
-		close(fd);
-	return rc;
-}
-
 int cmd_evaluate(int argc, char **argv)
 {
 	struct ev_opts o;
@@ -174,8 +135,8 @@ int cmd_evaluate(int argc, char **argv)
 	int rc = ev_parse(argc, argv, &o);
 	if (rc != 0)
 		return rc < 0 ? CLI_OK : rc;
-	if (ev_read(o.strategy, STREAM_MAX_CODE, &code, &code_len, msg, sizeof msg) < 0) {
-		rc = cli_error(CLI_FAILED, "invalid_field", "%s", msg);
+	if (cli_read_strategy(o.strategy, STREAM_MAX_CODE, &code, &code_len) != 0) {
+		rc = CLI_FAILED;
 		goto out;
 	}
 	enum ds_err de;

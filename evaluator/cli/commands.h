@@ -9,6 +9,8 @@
 #ifndef AGENTTEST_CLI_COMMANDS_H
 #define AGENTTEST_CLI_COMMANDS_H
 
+#include <stddef.h>
+
 struct cli_command {
 	const char *name;
 	int (*run)(int argc, char **argv);
@@ -22,6 +24,11 @@ enum cli_exit {
 	CLI_USAGE = 2,
 	CLI_INTERNAL = 3,
 };
+
+/* Read a strategy file of at most max bytes into *code (NUL-terminated,
+ * caller frees). Returns 0, or prints the error (code invalid_field) and
+ * returns CLI_FAILED. */
+int cli_read_strategy(const char *path, size_t max, char **code, size_t *len);
 
 /* Print {"error":msg,"code":code,"detail":msg} on stderr; returns `status`. */
 int cli_error(int status, const char *code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

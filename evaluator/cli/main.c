@@ -3,12 +3,14 @@
  * file (see commands.h). Add a command by writing cmd_<name>.c and one line
  * in the table below.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <json-c/json.h>
 
+#include "common/readfile.h"
 #include "evaluator/cli/commands.h"
 
 int cmd_db(int argc, char **argv);
@@ -42,6 +44,16 @@ int cli_error(int status, const char *code, const char *fmt, ...)
 	fprintf(stderr, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);
 	return status;
+}
+
+int cli_read_strategy(const char *path, size_t max, char **code, size_t *len)
+{
+	if (read_file_max(path, max, 0, code, len) == 0)
+		return 0;
+	if (errno == EFBIG)
+		return cli_error(CLI_FAILED, "invalid_field", "strategy file %s is larger than %zu bytes", path, max);
+	return cli_error(CLI_FAILED, "invalid_field", "cannot read strategy file %s: %s", path,
+	                 errno == EINVAL ? "not a regular file" : strerror(errno));
 }
 
 /* Print the command list on `out`. */

@@ -22,6 +22,7 @@
 
 #include <json-c/json.h>
 
+#include "common/readfile.h"
 #include "evaluator/canon_json.h"
 #include "evaluator/hashes.h"
 #include "fcgi/handlers/handlers.h"
@@ -222,29 +223,12 @@ static bool in_trusted_dirs(const char *dirs, const char *real)
 /* Read a regular file of at most max bytes into the arena; NULL on error (errno). */
 static char *read_file(struct fcgi_ctx *c, const char *path, size_t max, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	struct stat st;
-	char *data = NULL;
-	if (fd < 0)
+	char *heap = NULL;
+	if (read_file_max(path, max, 1, &heap, len) != 0)
 		return NULL;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
-		errno = S_ISREG(st.st_mode) ? EFBIG : EISDIR;
-		goto out;
-	}
-	data = arena_alloc(fcgi_arena(c), (size_t)st.st_size + 1);
-	size_t off = 0;
-	while (off < (size_t)st.st_size) {
-		ssize_t r = read(fd, data + off, (size_t)st.st_size - off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		off += (size_t)r;
-	}
-	data[off] = '\0';
-	*len = off;
-out:
-	close(fd);
+	char *data = arena_alloc(fcgi_arena(c), *len + 1);
+	memcpy(data, heap, *len + 1);
+	free(heap);
 	return data;
 }
 
