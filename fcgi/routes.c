@@ -15,6 +15,7 @@ const struct fcgi_route fcgi_routes[] = {
 	{ HTTP_POST, "/api/tokens", h_tokens_create, ACCESS_USER, BODY_JSON_OPTIONAL },
 	{ HTTP_POST, "/api/tokens/{id}/revoke", h_tokens_revoke, ACCESS_USER, BODY_JSON_OPTIONAL },
 	{ HTTP_GET, "/api/users", h_users_list, ACCESS_ADMIN, BODY_NONE },
+	{ HTTP_POST, "/api/logout", h_logout, ACCESS_PUBLIC, BODY_NONE },
 	/* strategies, runs, leaderboard, defaults, datasets (issue 5) */
 	{ HTTP_POST, "/strategies/submit", h_strategies_submit, ACCESS_USER, BODY_JSON },
 	{ HTTP_POST, "/strategies", h_strategies_register, ACCESS_ADMIN, BODY_JSON },
@@ -35,6 +36,7 @@ const struct fcgi_route fcgi_routes[] = {
 	{ HTTP_GET, "/api/challenges", h_challenges_list, ACCESS_USER, BODY_NONE },
 	{ HTTP_GET, "/api/challenges/{name}/leaderboard", h_challenges_leaderboard, ACCESS_USER, BODY_NONE },
 	{ HTTP_POST, "/api/evaluations", h_evaluations_create, ACCESS_USER, BODY_JSON },
+	{ HTTP_GET, "/api/evaluations", h_evaluations_list, ACCESS_USER, BODY_NONE },
 	{ HTTP_GET, "/api/evaluations/{id}", h_evaluations_get, ACCESS_USER, BODY_NONE },
 };
 

@@ -10,6 +10,10 @@
  *   GET  /api/evaluations/{id}
  *        -> the row: status, error, and the result dictionary once done.
  *        Owners see their evaluations, admins every one; others get 404.
+ *   GET  /api/evaluations?challenge=&status=&limit=&cursor=
+ *        -> {evaluations: [summary], next_cursor}: newest first, the caller's
+ *        own (admins: everyone's), paged by `seq` like GET /runs. One
+ *        statement; the owner's name comes from a join.
  */
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +25,7 @@
 
 #define EVAL_MAX_CODE   (1u << 20)
 #define EVAL_MAX_QUEUED 50
+#define EVAL_LIST_MAX   200
 
 void h_evaluations_create(struct fcgi_ctx *c)
 {
@@ -222,5 +227,113 @@ void h_evaluations_get(struct fcgi_ctx *c)
 		fcgi_reply_error(c, 404, "not_found", "no evaluation %s", id);
 		return;
 	}
+	fcgi_reply_buf(c, 200, "application/json");
+}
+
+/* List state of GET /api/evaluations. */
+struct elist {
+	struct buf *b;
+	size_t      n, limit;
+	long long   last_seq;
+};
+
+/* Row callback of GET /api/evaluations: one evaluation summary. */
+static bool elist_row(void *ctx, const struct db_col *col, size_t ncol)
+{
+	struct elist *l = ctx;
+	struct buf *b = l->b;
+	(void)ncol;
+	if (l->n == l->limit) {
+		l->n++;   /* one more exists: there is a next page */
+		return false;
+	}
+	buf_puts(b, l->n ? ",{\"id\":" : "{\"id\":");
+	rv_str(b, col[0].buf);
+	static const char *const keys[] = { "challenge", "status", "owner", "mode", "dataset_version", "metric" };
+	for (int i = 0; i < 6; i++) {
+		buf_printf(b, ",\"%s\":", keys[i]);
+		rv_str(b, col[1 + i].is_null ? NULL : col[1 + i].buf);
+	}
+	buf_puts(b, ",\"score\":");
+	rv_num(b, col[7].is_null ? NULL : col[7].buf);
+	buf_puts(b, ",\"error_code\":");
+	rv_str(b, col[8].is_null ? NULL : col[8].buf);
+	buf_puts(b, ",\"queued_at\":");
+	rv_str(b, col[9].buf);
+	buf_puts(b, ",\"completed_at\":");
+	rv_str(b, col[10].is_null ? NULL : col[10].buf);
+	buf_putc(b, '}');
+	l->last_seq = col[11].i;
+	l->n++;
+	return true;
+}
+
+/* GET /api/evaluations: the caller's evaluations (admins: all), newest first, paged. */
+void h_evaluations_list(struct fcgi_ctx *c)
+{
+	static const char *const statuses[] = { "queued", "running", "completed", "failed", "cancelled", NULL };
+	const char *challenge = fcgi_query(c, "challenge"), *status = fcgi_query(c, "status");
+	int64_t limit, cursor;
+	long long uid;
+	bool admin;
+	if (!rv_caller(c, &uid, &admin) || !fcgi_query_int(c, "limit", 1, EVAL_LIST_MAX, 50, &limit) ||
+	    !fcgi_query_int(c, "cursor", 1, INT64_MAX - 1, INT64_MAX - 1, &cursor))
+		return;
+	if (status) {
+		bool ok = false;
+		for (int i = 0; statuses[i]; i++)
+			ok |= strcmp(status, statuses[i]) == 0;
+		if (!ok) {
+			fcgi_reply_error(c, 400, "invalid_field",
+					 "status must be one of queued, running, completed, failed, cancelled");
+			return;
+		}
+	}
+	if (challenge && (strlen(challenge) > 64 || !ch_lookup(challenge))) {
+		fcgi_reply_error(c, 400, "invalid_field", "unknown challenge '%.64s' (see GET /api/challenges)",
+				 challenge);
+		return;
+	}
+	struct buf sql = BUF_INIT;
+	struct db_arg args[5];
+	size_t na = 0;
+	buf_puts(&sql, "SELECT e.id, e.challenge, e.status, u.name, e.mode, e.dataset_version, e.metric, "
+		       "CAST(e.score AS CHAR), e.error_code, " RV_TS("e.queued_at") ", " RV_TS("e.completed_at")
+		       ", e.seq FROM evaluations e JOIN users u ON u.id = e.owner_id WHERE e.seq < ?");
+	args[na++] = DB_ARG_INT(cursor);
+	if (!admin) {
+		buf_puts(&sql, " AND e.owner_id = ?");
+		args[na++] = DB_ARG_INT(uid);
+	}
+	if (challenge) {
+		buf_puts(&sql, " AND e.challenge = ?");
+		args[na++] = DB_ARG_TEXT(challenge);
+	}
+	if (status) {
+		buf_puts(&sql, " AND e.status = ?");
+		args[na++] = DB_ARG_TEXT(status);
+	}
+	buf_puts(&sql, " ORDER BY e.seq DESC LIMIT ?");
+	args[na++] = DB_ARG_INT(limit + 1);
+	char id[40], ch[70], st[16], owner[RV_NAME_LEN], mode[16], dsv[130], metric[40], score[40], ec[40];
+	char qa[RV_TS_LEN], ca[RV_TS_LEN];
+	struct db_col cols[] = { DB_COL_TEXT(id), DB_COL_TEXT(ch), DB_COL_TEXT(st), DB_COL_TEXT(owner),
+				 DB_COL_TEXT(mode), DB_COL_TEXT(dsv), DB_COL_TEXT(metric), DB_COL_TEXT(score),
+				 DB_COL_TEXT(ec), DB_COL_TEXT(qa), DB_COL_TEXT(ca), DB_COL_INT };
+	struct buf *b = fcgi_body_buf(c);
+	struct elist l = { .b = b, .limit = (size_t)limit };
+	buf_puts(b, "{\"evaluations\":[");
+	enum db_status dst = db_exec(fcgi_db(c), sql.data, args, na, cols, sizeof cols / sizeof cols[0], elist_row,
+				     &l, NULL, DB_IDEMPOTENT);
+	buf_free(&sql);
+	if (dst != DB_OK) {
+		buf_reset(b);
+		fcgi_reply_db_error(c, dst);
+		return;
+	}
+	if (l.n > l.limit)
+		buf_printf(b, "],\"next_cursor\":\"%lld\"}", l.last_seq);
+	else
+		buf_puts(b, "],\"next_cursor\":null}");
 	fcgi_reply_buf(c, 200, "application/json");
 }

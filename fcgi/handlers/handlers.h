@@ -21,6 +21,9 @@ void h_tokens_create(struct fcgi_ctx *c);
 void h_tokens_revoke(struct fcgi_ctx *c);
 void h_users_list(struct fcgi_ctx *c);
 
+/* session.c (dashboard sign-out) */
+void h_logout(struct fcgi_ctx *c);
+
 /* strategies.c, runs.c, leaderboard.c, defaults.c, datasets.c (issue 5) */
 void h_strategies_submit(struct fcgi_ctx *c);
 void h_strategies_register(struct fcgi_ctx *c);
@@ -44,5 +47,6 @@ void h_challenges_list(struct fcgi_ctx *c);
 void h_challenges_leaderboard(struct fcgi_ctx *c);
 void h_evaluations_create(struct fcgi_ctx *c);
 void h_evaluations_get(struct fcgi_ctx *c);
+void h_evaluations_list(struct fcgi_ctx *c);
 
 #endif

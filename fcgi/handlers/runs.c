@@ -411,23 +411,32 @@ static bool list_row(void *ctx, const struct db_col *col, size_t ncol)
 	rv_str(b, col[7].is_null ? NULL : col[7].buf);
 	buf_printf(b, ",\"attempts\":%lld,\"verify_of\":", col[8].i);
 	rv_str(b, col[10].is_null ? NULL : col[10].buf);
+	buf_printf(b, ",\"strategy_id\":%lld,\"strategy_name\":", col[11].i);
+	rv_str(b, col[12].buf);
+	buf_puts(b, ",\"owner\":");
+	rv_str(b, col[13].buf);
 	buf_putc(b, '}');
 	l->last_seq = col[9].i;
 	l->n++;
 	return true;
 }
 
-/* GET /runs?status=&strategy_version_id=&dataset_version=&limit=&cursor= */
+/*
+ * GET /runs?status=&strategy_id=&strategy_version_id=&dataset_version=&limit=&cursor=
+ * One statement: the strategy's id and name and the owner's name come from
+ * joins on primary keys, never from a query per row.
+ */
 void h_runs_list(struct fcgi_ctx *c)
 {
 	static const char *const statuses[] = { "queued", "running", "completed", "failed", "cancelled", NULL };
 	long long uid;
 	bool admin;
-	int64_t limit, cursor, vid;
+	int64_t limit, cursor, vid, sid;
 	const char *status = fcgi_query(c, "status"), *dsv = fcgi_query(c, "dataset_version");
 	if (!rv_caller(c, &uid, &admin) || !fcgi_query_int(c, "limit", 1, 200, 50, &limit) ||
 	    !fcgi_query_int(c, "cursor", 1, INT64_MAX - 1, INT64_MAX - 1, &cursor) ||
-	    !fcgi_query_int(c, "strategy_version_id", 1, INT64_MAX - 1, 0, &vid))
+	    !fcgi_query_int(c, "strategy_version_id", 1, INT64_MAX - 1, 0, &vid) ||
+	    !fcgi_query_int(c, "strategy_id", 1, INT64_MAX - 1, 0, &sid))
 		return;
 	if (status) {
 		bool ok = false;
@@ -443,11 +452,13 @@ void h_runs_list(struct fcgi_ctx *c)
 		return;
 	}
 	struct buf sql = BUF_INIT;
-	struct db_arg args[6];
+	struct db_arg args[7];
 	size_t na = 0;
 	buf_puts(&sql, "SELECT r.id, r.strategy_version_id, r.dataset_version, r.status, CAST(m.score AS CHAR), "
 		       "r.error_code, " RV_TS("r.queued_at") ", " RV_TS("r.completed_at") ", r.attempts, r.seq, "
-		       "r.verify_of FROM runs r LEFT JOIN run_metrics m ON m.run_id = r.id WHERE r.seq < ?");
+		       "r.verify_of, v.strategy_id, s.name, u.name FROM runs r "
+		       "JOIN strategy_versions v ON v.id = r.strategy_version_id JOIN strategies s ON s.id = v.strategy_id "
+		       "JOIN users u ON u.id = r.owner_id LEFT JOIN run_metrics m ON m.run_id = r.id WHERE r.seq < ?");
 	args[na++] = DB_ARG_INT(cursor);
 	if (!admin) {
 		buf_puts(&sql, " AND r.owner_id = ?");
@@ -461,6 +472,10 @@ void h_runs_list(struct fcgi_ctx *c)
 		buf_puts(&sql, " AND r.strategy_version_id = ?");
 		args[na++] = DB_ARG_INT(vid);
 	}
+	if (sid) {
+		buf_puts(&sql, " AND v.strategy_id = ?");
+		args[na++] = DB_ARG_INT(sid);
+	}
 	if (dsv) {
 		buf_puts(&sql, " AND r.dataset_version = ?");
 		args[na++] = DB_ARG_TEXT(dsv);
@@ -468,9 +483,10 @@ void h_runs_list(struct fcgi_ctx *c)
 	buf_puts(&sql, " ORDER BY r.seq DESC LIMIT ?");
 	args[na++] = DB_ARG_INT(limit + 1);
 	char id[40], dv[130], st[16], score[40], ec[40], qa[RV_TS_LEN], ca[RV_TS_LEN], vof[40];
+	char sname[RV_NAME_LEN], owner[RV_NAME_LEN];
 	struct db_col cols[] = { DB_COL_TEXT(id), DB_COL_INT, DB_COL_TEXT(dv), DB_COL_TEXT(st), DB_COL_TEXT(score),
 				 DB_COL_TEXT(ec), DB_COL_TEXT(qa), DB_COL_TEXT(ca), DB_COL_INT, DB_COL_INT,
-				 DB_COL_TEXT(vof) };
+				 DB_COL_TEXT(vof), DB_COL_INT, DB_COL_TEXT(sname), DB_COL_TEXT(owner) };
 	struct buf *b = fcgi_body_buf(c);
 	struct list_ctx l = { .b = b, .limit = (size_t)limit };
 	buf_puts(b, "{\"runs\":[");

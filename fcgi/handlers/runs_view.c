@@ -86,7 +86,7 @@ static void copy_col(char *dst, size_t cap, const struct db_col *col)
 enum {
 	C_ID, C_OWNER, C_VERSION, C_DSV, C_DSH, C_CFG, C_CODE, C_STATUS, C_ART, C_PARAMS, C_ASSET,
 	C_AUDIT, C_AUDIT_RES, C_AUDIT_OK, C_ECODE, C_EMSG, C_ETAIL, C_QAT, C_SAT, C_CAT, C_RT,
-	C_ATT, C_RES, C_VERIF, C_VOF, C_CANCEL, C_MJSON, C_M0, C__N = C_M0 + 9
+	C_ATT, C_RES, C_VERIF, C_VOF, C_CANCEL, C_SID, C_SNAME, C_OWNER_NAME, C_MJSON, C_M0, C__N = C_M0 + 9
 };
 
 /* Row callback of rv_load_run. */
@@ -122,6 +122,9 @@ static bool load_row(void *ctx, const struct db_col *col, size_t n)
 	r->verification = dup_col(c, &col[C_VERIF]);
 	r->verify_of = dup_col(c, &col[C_VOF]);
 	r->cancel_requested = col[C_CANCEL].i != 0;
+	r->strategy_id = col[C_SID].i;
+	copy_col(r->strategy_name, sizeof r->strategy_name, &col[C_SNAME]);
+	copy_col(r->owner, sizeof r->owner, &col[C_OWNER_NAME]);
 	r->has_metrics = !col[C_M0].is_null;
 	r->metrics_json = dup_col(c, &col[C_MJSON]);
 	for (int i = 0; i < 9; i++)
@@ -144,10 +147,13 @@ int rv_load_run(struct fcgi_ctx *c, const char *id, struct rv_run *r)
 		"r.code_hash, r.status, r.artifacts_dir, r.params, r.asset, r.audit, r.audit_result, r.audit_passed, "
 		"r.error_code, r.error_message, r.error_log_tail, " RV_TS("r.queued_at") ", " RV_TS("r.started_at")
 		", " RV_TS("r.completed_at") ", CAST(r.runtime_s AS CHAR), r.attempts, r.resources, r.verification, "
-		"r.verify_of, r.cancel_requested, m.extra, CAST(m.total_return AS CHAR), CAST(m.cagr AS CHAR), "
+		"r.verify_of, r.cancel_requested, v.strategy_id, s.name, u.name, m.extra, CAST(m.total_return AS CHAR), "
+		"CAST(m.cagr AS CHAR), "
 		"CAST(m.max_drawdown AS CHAR), CAST(m.volatility AS CHAR), CAST(m.sharpe AS CHAR), "
 		"CAST(m.liquidation_events AS CHAR), CAST(m.capital_efficiency AS CHAR), CAST(m.score AS CHAR), "
-		"CAST(m.runtime_s AS CHAR) FROM runs r LEFT JOIN run_metrics m ON m.run_id = r.id WHERE r.id = ?";
+		"CAST(m.runtime_s AS CHAR) FROM runs r JOIN strategy_versions v ON v.id = r.strategy_version_id "
+		"JOIN strategies s ON s.id = v.strategy_id JOIN users u ON u.id = r.owner_id "
+		"LEFT JOIN run_metrics m ON m.run_id = r.id WHERE r.id = ?";
 	struct db_col col[C__N];
 	static const size_t caps[C__N] = {
 		[C_ID] = 40, [C_DSV] = 130, [C_DSH] = 65, [C_CFG] = 65, [C_CODE] = 65, [C_STATUS] = 16,
@@ -156,13 +162,15 @@ int rv_load_run(struct fcgi_ctx *c, const char *id, struct rv_run *r)
 		[C_ART] = 1030, [C_PARAMS] = 16385, [C_ASSET] = 70, [C_AUDIT_RES] = 8192, [C_ECODE] = 40,
 		[C_EMSG] = 4096, [C_ETAIL] = 4608, [C_QAT] = RV_TS_LEN, [C_SAT] = RV_TS_LEN, [C_CAT] = RV_TS_LEN,
 		[C_RT] = 40, [C_RES] = 4096, [C_VERIF] = 2048, [C_VOF] = 40, [C_MJSON] = 8192,
+		[C_SNAME] = RV_NAME_LEN, [C_OWNER_NAME] = RV_NAME_LEN,
 	};
 	void *pair[2] = { c, r };
 	if (!policy_is_uuid(id))
 		return 0;
 	memset(r, 0, sizeof *r);
 	for (int i = 0; i < C__N; i++) {
-		if (i == C_OWNER || i == C_VERSION || i == C_AUDIT || i == C_AUDIT_OK || i == C_ATT || i == C_CANCEL)
+		if (i == C_OWNER || i == C_VERSION || i == C_AUDIT || i == C_AUDIT_OK || i == C_ATT || i == C_CANCEL ||
+		    i == C_SID)
 			col[i] = (struct db_col){ .type = DB_T_INT };
 		else
 			col[i] = text_col(c, caps[i] ? caps[i] : 40);
@@ -217,7 +225,11 @@ void rv_write_run(struct buf *b, const struct rv_run *r)
 {
 	buf_puts(b, "{\"run_id\":");
 	rv_str(b, r->id);
-	buf_printf(b, ",\"strategy_version_id\":%lld", r->strategy_version_id);
+	buf_printf(b, ",\"strategy_version_id\":%lld,\"strategy_id\":%lld", r->strategy_version_id, r->strategy_id);
+	key(b, "strategy_name");
+	rv_str(b, r->strategy_name);
+	key(b, "owner");
+	rv_str(b, r->owner);
 	key(b, "dataset_version");
 	rv_str(b, r->dataset_version);
 	key(b, "dataset_hash");

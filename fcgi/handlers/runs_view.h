@@ -14,12 +14,16 @@
 #include "fcgi/handler.h"
 
 #define RV_TS_LEN 32
+#define RV_NAME_LEN 810
 
 /* A run row with its metrics, as read by rv_load_run (buffers in the arena). */
 struct rv_run {
 	char      id[37];
 	long long owner_id;
 	long long strategy_version_id;
+	long long strategy_id;
+	char      strategy_name[RV_NAME_LEN];  /* strategies.name (VARCHAR(200) utf8mb4) */
+	char      owner[RV_NAME_LEN];          /* users.name */
 	char      dataset_version[130];
 	char      dataset_hash[65], config_hash[65], code_hash[65];
 	char      status[16];
