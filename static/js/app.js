@@ -13,7 +13,7 @@
 //   (or arriving as ?token= in the page URL) is presented once to the API,
 //   which sets its HttpOnly cookie; the page never stores it and removes it
 //   from the address bar.
-import { api, ApiError, onUnauthorized, signIn } from './api.js';
+import { api, post, ApiError, onUnauthorized, signIn } from './api.js';
 import { h, clear } from './dom.js';
 
 const ROUTES = [
@@ -236,7 +236,34 @@ export async function loadWho() {
   const me = session.me || {};
   clear(who).append(h('a', { href: '#/settings' }, `${me.user || me.name || 'you'}`),
     ' ', h('span', { class: `badge role-${me.role === 'admin' ? 'admin' : 'user'}` }, me.role || 'user'));
+  // Only a cookie sign-in can be undone from here: the loopback rule and a
+  // Bearer header are not the browser's to drop.
+  if (me.auth === 'cookie') {
+    who.append(' ', h('button', { type: 'button', class: 'link', 'data-testid': 'sign-out', on: { click: signOut } }, 'Sign out'));
+  }
   return me;
+}
+
+/**
+ * signOut(): asks the API to expire its HttpOnly cookie (POST /api/logout;
+ * the page cannot clear it itself), then redraws as a signed-out visitor:
+ * on a server that needs a token the next request answers 401 and the token
+ * prompt opens.
+ */
+export async function signOut() {
+  try {
+    await post('/api/logout', {});
+  } catch (e) {
+    announce(`Sign-out failed: ${e.message}`);
+    return;
+  }
+  session.me = null;
+  session.meLoaded = false;
+  session.ready = loadWho();
+  const me = await session.ready;
+  announce('Signed out');
+  if (!me) openSignIn();
+  render();
 }
 
 /** whoAmI() -> the /api/me body once known (null when the server has none). */

@@ -97,3 +97,31 @@ test('a user-role token sees no admin actions', { skip: !USER_TOKEN && 'no AGENT
     await page.close();
   }
 });
+
+test('sign out drops the cookie and returns to the token prompt', { skip: !TOKEN && 'the stack has no MANTIS_AUTH_TOKEN' }, async () => {
+  const { page, problems } = await freshPage();
+  try {
+    await open(page, '#/runs', `?token=${encodeURIComponent(TOKEN)}`);
+    const out = page.getByRole('button', { name: 'Sign out' });
+    await out.waitFor();
+    assert.ok((await browser.context.cookies(BASE)).some((c) => c.name === 'mantis_token'), 'signed in by cookie');
+    await out.click();
+    const dlg = page.getByRole('dialog', { name: 'Sign in' });
+    await dlg.waitFor();
+    assert.ok(await dlg.getByLabel('API token').isVisible());
+    assert.equal((await browser.context.cookies(BASE)).filter((c) => c.name === 'mantis_token').length, 0,
+      'the API expired the HttpOnly cookie');
+    assert.equal(await page.getByRole('button', { name: 'Sign out' }).count(), 0, 'no sign-out control when signed out');
+    // signed out for real: a reload asks again
+    await dlg.getByRole('button', { name: 'Cancel' }).click();
+    await page.reload();
+    await page.getByRole('dialog', { name: 'Sign in' }).waitFor();
+    assert.ok(await page.getByRole('heading', { name: 'Sign-in needed' }).isVisible());
+    const v = await axe(page);
+    assert.equal(v.length, 0, formatViolations(v));
+    await shot(page, 'signed-out');
+    assert.deepEqual(problems, []);
+  } finally {
+    await page.close();
+  }
+});

@@ -307,6 +307,35 @@ test('submit a signal for a challenge and see the per-window chart', { timeout: 
   assert.ok(await page.getByTestId('baseline-row').isVisible(), 'the baseline is a row of the board');
 });
 
+test('the overview lists the evaluation, run lists name the strategy', async (t) => {
+  const name = `browser-bh-${stamp}`;
+  if (made.runId) {
+    await open(page, '#/runs');
+    const row = page.locator('tr', { has: page.locator(`a[href="#/runs/${made.runId}"]`) });
+    await row.waitFor();
+    const cell = row.locator(`a[href="#/versions/${made.versionId}"]`);
+    assert.equal((await cell.textContent()).trim(), name, 'the runs list names the strategy');
+    assert.doesNotMatch(await row.textContent(), /version \d/, 'not a bare version number');
+    await open(page, '#/');
+    const latest = page.locator('section[aria-labelledby=ov-runs]');
+    assert.equal((await latest.locator(`a[href="#/versions/${made.versionId}"]`).first().textContent()).trim(), name,
+      'the overview names the strategy too');
+  }
+  if (!made.evaluationId) {
+    t.skip('no evaluation was made in this session');
+    return;
+  }
+  await open(page, '#/');
+  const evals = page.locator('section[aria-labelledby=ov-evals]');
+  await evals.locator(`a[href="#/evaluations/${made.evaluationId}"]`).waitFor();
+  assert.equal(await evals.getByTestId('unavailable').count(), 0, 'the list is available');
+  const row = evals.locator('tr', { has: page.locator(`a[href="#/evaluations/${made.evaluationId}"]`) });
+  assert.match(await row.textContent(), new RegExp(`${made.challenge}.*completed`));
+  await open(page, `#/challenges/${encodeURIComponent(made.challenge)}`);
+  await page.getByRole('heading', { name: 'Recent evaluations' }).waitFor();
+  await page.locator(`table a[href="#/evaluations/${made.evaluationId}"]`).waitFor();
+});
+
 /** Every page the session has reached, for the accessibility and phone checks. */
 function allRoutes() {
   const r = ['#/', '#/strategies', '#/strategies/new', '#/runs', '#/runs?status=failed', '#/leaderboards', '#/challenges', '#/settings', '#/no-such-page'];

@@ -6,7 +6,7 @@ import { editor } from '../editor.js';
 import { signalTemplate } from '../templates.js';
 import { navigate, announce } from '../app.js';
 import { statusBadge, ago } from '../format.js';
-import { pageHead, pick, unavailable, challengeMap, shortId } from './common.js';
+import { pageHead, pick, unavailable, challengeMap, shortId, evalScore } from './common.js';
 import { horizonText, embeddingText, metricText } from './challenges.js';
 
 export async function render(ctx) {
@@ -108,6 +108,8 @@ export async function render(ctx) {
     root.append(h('h2', null, 'Recent evaluations'), table([
       { label: 'Evaluation', cell: (e) => link(`#/evaluations/${encodeURIComponent(pick(e, 'evaluation_id', 'id'))}`, shortId(pick(e, 'evaluation_id', 'id'))) },
       { label: 'Status', cell: (e) => statusBadge(e.status) },
+      { label: 'Mode', cell: (e) => String(pick(e, 'mode') ?? '—') },
+      { label: 'Score', num: true, cell: (e) => evalScore(e) },
       { label: 'Owner', cell: (e) => String(pick(e, 'owner', 'user') ?? '—') },
       { label: 'Queued', cell: (e) => ago(pick(e, 'queued_at', 'created_at')) },
     ], list, { caption: `Recent evaluations of ${name}`, empty: 'None yet.' }));

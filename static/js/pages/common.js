@@ -69,10 +69,14 @@ export function runsTable(list, opts = {}) {
     cols.push({
       label: 'Strategy',
       cell: (r) => {
+        // GET /runs names the strategy of each row (strategy_name, strategy_id)
         const name = pick(r, 'strategy_name', 'name');
         const v = versionId(r);
         if (!v) return name || '—';
-        return link(`#/versions/${encodeURIComponent(v)}`, name ? `${name} v${pick(r, 'version', 'version_number') ?? v}` : `version ${v}`);
+        if (!name) return link(`#/versions/${encodeURIComponent(v)}`, `version ${v}`);
+        return h('span', { class: 'strategy-cell' },
+          link(`#/versions/${encodeURIComponent(v)}`, String(name), { title: `${name}, version ${v}` }),
+          h('span', { class: 'muted small' }, ` v${v}`));
       },
     });
   }
@@ -84,6 +88,14 @@ export function runsTable(list, opts = {}) {
   );
   if (opts.owner) cols.splice(3, 0, { label: 'Owner', cell: (r) => pick(r, 'owner', 'user') || '—' });
   return table(cols, list, { caption: opts.caption, label: opts.caption || 'Runs', empty: opts.empty || 'No runs yet.' });
+}
+
+/** evalScore(e): an evaluation's headline value with its metric ("0.5123 mean_auc"), or "—". */
+export function evalScore(e) {
+  const v = pick(e, 'score');
+  if (v === null || v === undefined) return '—';
+  const m = pick(e, 'metric');
+  return m ? `${num(v)} ${m}` : num(v);
 }
 
 /** paramsInput(value): a labelled JSON textarea for strategy params. */

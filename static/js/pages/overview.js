@@ -5,7 +5,7 @@ import { api, qs, rows } from '../api.js';
 import { h, clear, table, link } from '../dom.js';
 import { num, hash, when, statusBadge, ago, toDate, isActive } from '../format.js';
 import { poll } from '../poll.js';
-import { pageHead, pick, runsTable, unavailable, intervalText, datasetList, shortId } from './common.js';
+import { pageHead, pick, runsTable, unavailable, intervalText, datasetList, shortId, evalScore } from './common.js';
 
 const HOUR = 3600 * 1000;
 
@@ -76,8 +76,9 @@ function evaluationsPanel(list, err) {
   }
   p.append(table([
     { label: 'Evaluation', cell: (e) => link(`#/evaluations/${encodeURIComponent(pick(e, 'evaluation_id', 'id'))}`, shortId(pick(e, 'evaluation_id', 'id'))) },
-    { label: 'Challenge', cell: (e) => pick(e, 'challenge') || '—' },
+    { label: 'Challenge', cell: (e) => (pick(e, 'challenge') ? link(`#/challenges/${encodeURIComponent(e.challenge)}`, String(e.challenge)) : '—') },
     { label: 'Status', cell: (e) => statusBadge(e.status) },
+    { label: 'Score', num: true, cell: (e) => evalScore(e) },
     { label: 'Queued', cell: (e) => ago(pick(e, 'queued_at', 'created_at')) },
   ], list, { caption: 'Latest challenge evaluations', empty: 'No evaluations yet.' }));
   return p;
