@@ -72,6 +72,7 @@ static void cpu_rlimit(double seconds)
 static void __attribute__((noreturn)) trusted_exec(int in, int out, int err, int shm, const char *hostdir)
 {
 	char script[PATH_MAX + 32];
+	sbx_sig_child_reset(false);
 	setpgid(0, 0);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 || (shm > 2 && (dup2(shm, 4) < 0 || fcntl(4, F_SETFD, 0) < 0)))
@@ -82,7 +83,6 @@ static void __attribute__((noreturn)) trusted_exec(int in, int out, int err, int
 	if (n < 0 || (size_t)n >= sizeof script)
 		_exit(127);
 	char *const argv[] = { (char *)SBX_PYTHON, (char *)"-E", (char *)"-s", (char *)"-B", script, NULL };
-	signal(SIGPIPE, SIG_DFL);
 	execve(SBX_PYTHON, argv, sbx_host_env);
 	_exit(127);
 }
@@ -95,6 +95,7 @@ static void __attribute__((noreturn)) trusted_supervisor(struct sbx_pipes *p, co
 	struct sbx_verdict v;
 	char meta[SBX_META_MAX];
 	memset(&v, 0, sizeof v);
+	sbx_sig_child_reset(true);
 	sbx_supervise_signals();
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	xclose(&p->in[1]);
@@ -140,14 +141,17 @@ static int start_trusted(const struct sbx_spec *spec, struct sbx_run *run, char 
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		return -1;
 	}
+	sigset_t old;
+	sbx_sig_block_all(&old);
 	pid_t pid = fork();
+	if (pid == 0)
+		trusted_supervisor(&p, &l, spec->shm_fd, hostdir);
+	sbx_sig_restore(&old);
 	if (pid < 0) {
 		snprintf(err, errlen, "fork: %s", strerror(errno));
 		sbx_pipes_close(&p);
 		return -1;
 	}
-	if (pid == 0)
-		trusted_supervisor(&p, &l, spec->shm_fd, hostdir);
 	sbx_run_adopt(run, pid, &p);
 	return 0;
 }

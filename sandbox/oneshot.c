@@ -79,6 +79,7 @@ static void __attribute__((noreturn)) child(const struct sbx_oneshot *o, int net
 	static struct sock_filter ins[SBX_BPF_MAX];
 	char err[256] = "";
 	char go = 0;
+	sbx_sig_child_reset(false);
 	if (netfd >= 0 && setns(netfd, CLONE_NEWNET) < 0)
 		sbx_child_die(sync_w, "joining the shared network namespace: %s", strerror(errno));
 	/* the file system first: it overlaps with the parent moving us into

@@ -9,6 +9,7 @@
 #ifndef AGENTTEST_SBX_INT_H
 #define AGENTTEST_SBX_INT_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -81,8 +82,19 @@ struct sbx_watch {
  */
 int sbx_supervise(struct sbx_watch *w, struct sbx_verdict *v);
 /* Make SIGTERM/SIGINT cancel the run being supervised in this process
- * (status SG, message "cancelled"); SIGPIPE is ignored. */
+ * (status SG, message "cancelled"); SIGPIPE is ignored; then unblock every
+ * signal (a helper starts with SIGTERM/SIGINT blocked, see sigreset.c). */
 void sbx_supervise_signals(void);
+
+/* ---- signal state of created processes (sigreset.c) ---- */
+/* Before fork: block every signal in the calling thread, old mask into *old. */
+void sbx_sig_block_all(sigset_t *old);
+/* After fork, in the parent: restore the mask saved by sbx_sig_block_all. */
+void sbx_sig_restore(const sigset_t *old);
+/* In a new child: every disposition SIG_DFL; mask empty, or SIGTERM and
+ * SIGINT blocked if keep_cancel_blocked (a helper or supervisor that
+ * installs its handlers with sbx_supervise_signals). */
+void sbx_sig_child_reset(bool keep_cancel_blocked);
 /* Forget a cancellation that arrived between runs (the zygote helper
  * serves many runs; a late SIGTERM for a finished run must not cancel the
  * next one). */

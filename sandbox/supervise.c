@@ -93,6 +93,9 @@ void sbx_supervise_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
 /* Seconds elapsed since *t0 on CLOCK_MONOTONIC. */

@@ -96,7 +96,11 @@ static int zspawn(struct zhelper *z, char *err, size_t errlen)
 		snprintf(err, errlen, "socketpair: %s", strerror(errno));
 		return -1;
 	}
+	sigset_t old;
+	sbx_sig_block_all(&old);
 	pid_t pid = fork();
+	if (pid != 0)
+		sbx_sig_restore(&old);
 	if (pid < 0) {
 		snprintf(err, errlen, "fork: %s", strerror(errno));
 		close(sp[0]);
@@ -104,12 +108,12 @@ static int zspawn(struct zhelper *z, char *err, size_t errlen)
 		return -1;
 	}
 	if (pid == 0) {
+		sbx_sig_child_reset(true);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		int devnull = open("/dev/null", O_RDWR);
 		if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(sp[1], 3) < 0)
 			_exit(2);
 		close_range(4, ~0u, 0);
-		signal(SIGPIPE, SIG_DFL);
 		char *argv[] = { helper, (char *)"--zygote", (char *)"--ctl-fd=3", bind, NULL };
 		char *envp[5];
 		int k = 0;

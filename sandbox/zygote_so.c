@@ -98,6 +98,9 @@ static void child_confine(const struct sbx_zspawn *z, const int *fds_in, int nfd
 {
 	char err[256] = "";
 	int fds[SBX_ZSPAWN_FDS + 4] = { -1, -1, -1, -1, -1, -1, -1, -1, -1 };
+	sigset_t none;   /* the run starts with nothing blocked, whatever the zygote had */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	/* move everything above 100 first: the shared memory must become fd 4 */
 	for (int i = 0; i < nfds; i++) {
 		fds[i] = fcntl(fds_in[i], F_DUPFD_CLOEXEC, 100);

@@ -202,6 +202,7 @@ static int start_zygote(struct zsup *z, const struct sbx_root_opts *root_in, cha
 	}
 	if (pid == 0) {
 		char e[256] = "";
+		sbx_sig_child_reset(false);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (!sbx_root_enter(&root, e, sizeof e) || devnull < 0 || sethostname("box", 3) < 0 ||
