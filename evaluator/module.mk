@@ -18,8 +18,6 @@ $(BINDIR)/agenttest: $(CLI_OBJS) $(LIBS)
 
 # The job runner (evaluator/runner/, owned by the runs issue): everything but
 # main.c goes into librunner.a so tests/unit/runner/ links the same code.
-# The runner wraps sbx_start/sbx_finish to reach the sandbox of a running
-# job for cancellation (see evaluator/runner/cancel.c).
 RUNNER_SRCS := $(filter-out %/main.c,$(shell find evaluator/runner -name '*.c' 2>/dev/null | sort))
 RUNNER_OBJS := $(call objs_of,$(RUNNER_SRCS))
 RUNNER_MAIN := $(BUILD)/evaluator/runner/main.o
@@ -33,7 +31,7 @@ $(BUILD)/librunner.a: $(RUNNER_OBJS)
 
 $(BINDIR)/agenttest-runner: $(RUNNER_MAIN) $(LIBS)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -Wl,--wrap=sbx_start,--wrap=sbx_finish -o $@ $(RUNNER_MAIN) \
+	$(CC) $(LDFLAGS) -o $@ $(RUNNER_MAIN) \
 	  -Wl,--start-group $(LIBS) -Wl,--end-group $(LDLIBS) -lpthread
 
 # libagenttest_eval.so: libevaluator's sources (plus common/) in a shared

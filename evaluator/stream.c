@@ -512,6 +512,8 @@ static int s_start(struct sctx *c, json_object *lay)
 		return -1;
 	}
 	c->started = 1;
+	if (rq->on_host)
+		rq->on_host(rq->on_host_arg, &c->run);
 	struct sbx_limits l = spec.limits;
 	double cpu = l.cpu_seconds > 0 ? l.cpu_seconds : 60;
 	double wall = l.wall_seconds > 0 ? l.wall_seconds : 2 * cpu;
@@ -629,6 +631,8 @@ static void s_finish(struct sctx *c)
 	if (failed)
 		sbx_kill(&c->run);
 	proto_drain_log(&c->conn, failed ? 0.5 : 2.0);
+	if (c->rq->on_host)
+		c->rq->on_host(c->rq->on_host_arg, NULL);
 	if (sbx_finish(&c->run, &res->verdict) < 0)
 		res->verdict.status = SBX_XX;
 	size_t keep = c->conn.log.len < sizeof res->log_tail - 1 ? c->conn.log.len : sizeof res->log_tail - 1;

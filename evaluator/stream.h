@@ -33,6 +33,12 @@ struct stream_request {
 	size_t       code_len;
 	struct sbx_spec sbx;         /* sandbox mode and limits; shm_fd is set here */
 	double       spin_us;        /* cap of the runner's spin before it sleeps (0: 200) */
+	/* Optional, for cancellation (as in struct bt_request): called with the
+	 * host's run once it has started and with NULL just before sbx_finish
+	 * releases it; in between the caller may sbx_kill() it from another
+	 * thread, serialising against its own NULL call. */
+	void       (*on_host)(void *arg, struct sbx_run *run);
+	void        *on_host_arg;
 };
 
 struct stream_stats {
@@ -85,6 +91,8 @@ struct stream_eval_opts {
 	const char  *code;
 	size_t       code_len;
 	struct sbx_spec sbx;        /* limits 0 = evaluation defaults (STREAM_CPU_S, ...) */
+	void       (*on_host)(void *arg, struct sbx_run *run); /* optional: stream_request.on_host */
+	void        *on_host_arg;
 };
 
 #define STREAM_CPU_S     900.0

@@ -149,6 +149,7 @@ enum ev_err stream_evaluate(const struct dataset *ds, const struct stream_eval_o
 	}
 	struct stream_request rq = {
 		.m = pm, .bars = bars, .code = o->code, .code_len = o->code_len, .sbx = o->sbx,
+		.on_host = o->on_host, .on_host_arg = o->on_host_arg,
 	};
 	if (rq.sbx.limits.cpu_seconds <= 0)
 		rq.sbx.limits.cpu_seconds = STREAM_CPU_S;

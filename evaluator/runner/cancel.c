@@ -1,21 +1,16 @@
 /*
  * cancel: killing the sandbox of a running job from another thread.
  *
- * Theory of operation. bt_run (evaluator/backtest.h) starts and finishes its
- * sandbox internally and does not hand the struct sbx_run to its caller, so
- * the runner cannot call sbx_kill() on it directly. The runner binary is
- * therefore linked with `-Wl,--wrap=sbx_start,--wrap=sbx_finish` (see
- * evaluator/module.mk): every sbx_start made by a slot thread registers the
- * run in that slot's job_ctl (found through a thread-local pointer), and
- * sbx_finish unregisters it before the real finish releases it. job_cancel()
- * takes the job_ctl's mutex and, if a run is registered, kills it; a cancel
- * that arrives before the sandbox exists makes the next sbx_start fail with
- * "cancelled" so bt_run returns at once. sbx_start and sbx_kill are also
- * serialised by one process-wide mutex, because the zygote's control
- * channel is shared by every slot.
- *
- * The clean interface would be a cancel hook in struct bt_request; this file
- * goes away when backtest.h gets one.
+ * Theory of operation. bt_run and stream_evaluate hand the running host to
+ * their caller through the `on_host` hook of their requests
+ * (evaluator/backtest.h, evaluator/stream.h): job_on_host(ctl, run) is
+ * called once the sandbox has started and job_on_host(ctl, NULL) just
+ * before sbx_finish releases it. It registers the run in the slot's
+ * job_ctl under the job_ctl's mutex; job_cancel() takes the same mutex and,
+ * if a run is registered, kills it, so a kill never reaches a released
+ * run. A cancel that arrives before the sandbox exists kills it as soon as
+ * it is registered (the run then ends at once with the verdict of a killed
+ * host, which the job overrides with `cancelled`).
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -33,14 +28,6 @@ struct job_ctl {
 	bool            hand_back;
 };
 
-static pthread_mutex_t sbx_mu = PTHREAD_MUTEX_INITIALIZER;
-static __thread struct job_ctl *tls_ctl;
-
-int __real_sbx_start(const struct sbx_spec *spec, struct sbx_run *run, char *err, size_t errlen);
-int __real_sbx_finish(struct sbx_run *run, struct sbx_verdict *v);
-int __wrap_sbx_start(const struct sbx_spec *spec, struct sbx_run *run, char *err, size_t errlen);
-int __wrap_sbx_finish(struct sbx_run *run, struct sbx_verdict *v);
-
 struct job_ctl *job_ctl_new(void)
 {
 	struct job_ctl *ctl = xcalloc(1, sizeof *ctl);
@@ -56,23 +43,14 @@ void job_ctl_free(struct job_ctl *ctl)
 	free(ctl);
 }
 
-/* Make ctl the job_ctl of the calling thread (NULL: none). */
-void job_ctl_bind(struct job_ctl *ctl)
-{
-	tls_ctl = ctl;
-}
-
 void job_cancel(struct job_ctl *ctl, bool hand_back)
 {
 	pthread_mutex_lock(&ctl->mu);
 	if (!ctl->cancel)
 		ctl->hand_back = hand_back;
 	ctl->cancel = true;
-	if (ctl->run) {
-		pthread_mutex_lock(&sbx_mu);
+	if (ctl->run)
 		sbx_kill(ctl->run);
-		pthread_mutex_unlock(&sbx_mu);
-	}
 	pthread_mutex_unlock(&ctl->mu);
 }
 
@@ -95,38 +73,12 @@ void job_ctl_reset(struct job_ctl *ctl)
 	pthread_mutex_unlock(&ctl->mu);
 }
 
-int __wrap_sbx_start(const struct sbx_spec *spec, struct sbx_run *run, char *err, size_t errlen)
+void job_on_host(void *arg, struct sbx_run *run)
 {
-	struct job_ctl *ctl = tls_ctl;
-	if (!ctl) {
-		pthread_mutex_lock(&sbx_mu);
-		int rc = __real_sbx_start(spec, run, err, errlen);
-		pthread_mutex_unlock(&sbx_mu);
-		return rc;
-	}
+	struct job_ctl *ctl = arg;
 	pthread_mutex_lock(&ctl->mu);
-	if (ctl->cancel) {
-		pthread_mutex_unlock(&ctl->mu);
-		snprintf(err, errlen, "cancelled");
-		return -1;
-	}
-	pthread_mutex_lock(&sbx_mu);
-	int rc = __real_sbx_start(spec, run, err, errlen);
-	pthread_mutex_unlock(&sbx_mu);
-	if (rc == 0)
-		ctl->run = run;
+	ctl->run = run;
+	if (run && ctl->cancel)
+		sbx_kill(run);
 	pthread_mutex_unlock(&ctl->mu);
-	return rc;
-}
-
-int __wrap_sbx_finish(struct sbx_run *run, struct sbx_verdict *v)
-{
-	struct job_ctl *ctl = tls_ctl;
-	if (ctl) {
-		pthread_mutex_lock(&ctl->mu);
-		if (ctl->run == run)
-			ctl->run = NULL;
-		pthread_mutex_unlock(&ctl->mu);
-	}
-	return __real_sbx_finish(run, v);
 }

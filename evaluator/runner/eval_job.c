@@ -204,7 +204,7 @@ static int finish(MYSQL *c, const char *owner, const struct ejob *e, enum ev_err
 }
 
 /* Execute e: open the pinned dataset and run stream_evaluate. */
-static enum ev_err execute(const struct ejob *e, unsigned box_id, json_object **out)
+static enum ev_err execute(const struct ejob *e, unsigned box_id, struct job_ctl *ctl, json_object **out)
 {
 	enum ds_err de;
 	char msg[512];
@@ -228,6 +228,7 @@ static enum ev_err execute(const struct ejob *e, unsigned box_id, json_object **
 		.days_back = e->days_back, .holdout_days = e->holdout_days, .dev_only = e->dev_only,
 		.code = e->code, .code_len = e->code_len,
 		.sbx = { .mode = SBX_CONFINED, .box_id = box_id },
+		.on_host = job_on_host, .on_host_arg = ctl,
 	};
 	enum ev_err rc = stream_evaluate(ds, &o, out);
 	ds_close(ds);
@@ -244,9 +245,7 @@ int eval_job_try(MYSQL *c, const char *owner, unsigned box_id, struct job_ctl *c
 		return got;
 	double t0 = proto_now();
 	json_object *out = NULL;
-	job_ctl_bind(ctl);
-	enum ev_err rc = execute(&e, box_id, &out);
-	job_ctl_bind(NULL);
+	enum ev_err rc = execute(&e, box_id, ctl, &out);
 	bool hand_back = false;
 	bool cancelled = job_cancelled(ctl, &hand_back);
 	if (cancelled && !hand_back && rc == EV_OK) {

@@ -331,7 +331,6 @@ void job_execute(const struct job_env *env, struct job_ctl *ctl, const struct rj
 	struct dataset *ds = NULL;
 	bool hand_back;
 	memset(&res, 0, sizeof res);
-	job_ctl_bind(ctl);
 	int kind = j->kind ? bt_kind_parse(j->kind) : -1;
 	if (kind <= 0) {
 		rresult_fail(r, "invalid_field", "strategy kind '%s' cannot be backtested (signal strategies are "
@@ -357,12 +356,14 @@ void job_execute(const struct job_env *env, struct job_ctl *ctl, const struct rj
 		.n = ds_bars(ds), .params_json = j->params, .bars_per_year = ds_bars_per_year(ds),
 		.audit = j->audit, .audit_seed = audit_seed(j->config_hash),
 		.sbx = { .mode = SBX_CONFINED, .box_id = env->box_id },
+		.on_host = job_on_host, .on_host_arg = ctl,
 	};
 	if (!engine_from_json(j->engine, &rq.engine)) {
 		rresult_fail(r, "invalid_field", "the run's engine configuration is invalid");
 		goto out;
 	}
-	bt_run(&rq, &res);
+	if (!job_cancelled(ctl, NULL))
+		bt_run(&rq, &res);
 	if (job_cancelled(ctl, &hand_back)) {
 		r->status = RJOB_CANCELLED;
 		snprintf(r->error_code, sizeof r->error_code, "cancelled");
@@ -382,5 +383,4 @@ out:
 	if (ds)
 		ds_release(ds);
 	bt_result_free(&res);
-	job_ctl_bind(NULL);
 }

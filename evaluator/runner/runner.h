@@ -18,6 +18,7 @@
 
 #include "buf.h"
 #include "evaluator/metrics.h"
+#include "sandbox/sandbox.h"
 
 /* ---- limits and defaults ------------------------------------------------ */
 
@@ -185,8 +186,12 @@ void job_cancel(struct job_ctl *ctl, bool hand_back);
 bool job_cancelled(struct job_ctl *ctl, bool *hand_back);
 /* Reset the flags before the next job. */
 void job_ctl_reset(struct job_ctl *ctl);
-/* Make ctl the calling thread's job_ctl for sandbox registration (NULL: none). */
-void job_ctl_bind(struct job_ctl *ctl);
+/*
+ * The on_host hook of bt_request / stream_request with arg = the slot's
+ * job_ctl: registers the running sandbox (NULL: released) so job_cancel()
+ * can kill it; kills it at once if the job was already cancelled.
+ */
+void job_on_host(void *arg, struct sbx_run *run);
 
 struct job_env {
 	const char *artifacts_root;   /* ARTIFACTS_DIR: <root>/<run_id>/equity.csv */
