@@ -365,6 +365,7 @@ test('axe-core finds no violations on any page (laptop), screenshots of each', a
 
 test('axe-core finds no violations in the dialogs', async () => {
   await open(page, '#/settings');
+  await page.getByLabel('Label (optional)').fill(`browser-${stamp}`);
   await page.getByRole('button', { name: 'Create a new token' }).click();
   const secret = page.getByTestId('new-token');
   await secret.waitFor();
@@ -377,6 +378,7 @@ test('axe-core finds no violations in the dialogs', async () => {
   const me = await page.evaluate(async (tk) => (await fetch('/api/me', { headers: { Authorization: `Bearer ${tk}` } })).status, tok);
   assert.equal(me, 200);
   const row = page.locator('table.data tbody tr', { hasText: tok.slice(0, 10) });
+  assert.match(await row.textContent(), new RegExp(`browser-${stamp}`), 'the list shows the label');
   await row.getByRole('button', { name: /Revoke/ }).click();
   const dlg = page.getByRole('dialog', { name: 'Revoke this token?' });
   await dlg.waitFor();

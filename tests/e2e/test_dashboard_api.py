@@ -215,3 +215,34 @@ def test_logout_csrf(stack, user_token, headers):
 def test_logout_method(stack):
     r = stack.request("GET", "/api/logout", source=REMOTE)
     assert r.status == 405 and r.header("Allow") == "POST", r
+
+
+# -- token labels ---------------------------------------------------------------
+
+def test_token_label(carol):
+    r = carol.post("/api/tokens", {"label": "laptop ünï"})
+    assert r.status == 201, r
+    made = r.json()
+    assert made["label"] == "laptop ünï"
+    plain = carol.post("/api/tokens", {})
+    assert plain.status == 201 and plain.json()["label"] is None, plain
+    listed = {t["id"]: t for t in carol.get("/api/tokens").json()["tokens"]}
+    assert listed[made["id"]]["label"] == "laptop ünï"
+    assert listed[plain.json()["id"]]["label"] is None
+    # the labelled token works like any other
+    assert carol.stack.get("/api/me", token=made["token"], source=REMOTE).status == 200
+    for t in (made, plain.json()):
+        assert carol.post(f"/api/tokens/{t['id']}/revoke").status == 200
+
+
+@pytest.mark.parametrize("body,code", [
+    ({"label": ""}, "invalid_field"),
+    ({"label": "x" * 65}, "invalid_field"),
+    ({"label": 7}, "invalid_field"),
+    ({"label": "ok", "extra": 1}, "invalid_field"),
+])
+def test_token_label_validation(carol, body, code):
+    before = len(carol.get("/api/tokens").json()["tokens"])
+    r = carol.post("/api/tokens", body)
+    assert r.status == 400 and r.json()["code"] == code, r
+    assert len(carol.get("/api/tokens").json()["tokens"]) == before, "nothing was created"

@@ -1,7 +1,7 @@
 // Settings: who you are, your API tokens (create: shown once; revoke), and
 // for admins the users of this server.
 import { api, post, rows } from '../api.js';
-import { h, clear, table, dl } from '../dom.js';
+import { h, clear, table, dl, field } from '../dom.js';
 import { ago, when } from '../format.js';
 import { announce, confirmDialog, loadWho } from '../app.js';
 import { pageHead, pick, unavailable } from './common.js';
@@ -23,6 +23,7 @@ function authText(me) {
 function tokenTable(list, onRevoke) {
   return table([
     { label: 'Token', cell: (t) => (pick(t, 'prefix', 'hint') ? h('code', null, `${pick(t, 'prefix', 'hint')}…`) : `#${t.id}`) },
+    { label: 'Label', cell: (t) => (t.label ? String(t.label) : h('span', { class: 'muted' }, '—')) },
     { label: 'Created', cell: (t) => when(pick(t, 'created_at')) },
     { label: 'Last used', cell: (t) => (pick(t, 'last_used', 'last_used_at') ? ago(pick(t, 'last_used', 'last_used_at')) : 'never') },
     {
@@ -61,14 +62,23 @@ async function tokensSection(ctx, section) {
     'Tokens let scripts and agents use the API as you. A new token is shown once; the server keeps only a keyed hash of it.'));
   const once = h('div', { 'aria-live': 'polite' });
   const err = h('p', { class: 'error', role: 'alert' });
+  const labelIn = h('input', { type: 'text', name: 'label', maxlength: 64, autocomplete: 'off', spellcheck: 'false', placeholder: 'e.g. laptop, ci, agent-7' });
   const form = h('form', { class: 'stack', 'aria-label': 'Create a token' },
+    h('div', { class: 'fields' }, field('Label (optional)', labelIn, 'What the token is for, shown in the list below.')),
     h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, 'Create a new token'),
       h('span', { class: 'small muted' }, 'It gets your role; each user may hold up to 50 active tokens.')), err);
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     err.textContent = '';
     try {
-      const res = await post('/api/tokens', {});
+      const label = labelIn.value.trim();
+      if (new TextEncoder().encode(label).length > 64) {
+        err.textContent = 'The label is longer than 64 bytes.';
+        labelIn.focus();
+        return;
+      }
+      const res = await post('/api/tokens', label ? { label } : {});
+      labelIn.value = '';
       const secret = h('input', { type: 'text', readonly: true, value: res.token, 'aria-label': 'Your new token', 'data-testid': 'new-token' });
       const copy = h('button', { type: 'button' }, 'Copy');
       copy.addEventListener('click', async () => {
