@@ -11,9 +11,12 @@ $(BUILD)/libfcgi.a: $(FCGI_OBJS)
 	@mkdir -p $(@D)
 	$(AR) rcs $@ $^
 
-# The runs handlers (issue 5) use the evaluator (hashes, canonical JSON),
-# the sandbox (submission check) and the runner's wake-up datagram.
-FCGI_EXTRA_LIBS := $(BUILD)/librunner.a $(BUILD)/libevaluator.a $(BUILD)/libsandbox.a
+# The runs handlers (issue 5) use the evaluator (hashes, canonical JSON) and
+# from librunner.a only the wake-up datagram (notify.c) and the check
+# service's wire format (check_wire.c): the submission check is asked of the
+# runner. The pool never starts a sandbox, so libsandbox.a is not linked at
+# all (an accidental sbx_* reference fails the link).
+FCGI_EXTRA_LIBS := $(BUILD)/librunner.a $(BUILD)/libevaluator.a
 
 $(BINDIR)/agenttest-fcgi: $(FCGI_MAIN) $(BUILD)/libfcgi.a $(BUILD)/libcommon.a $(FCGI_EXTRA_LIBS)
 	@mkdir -p $(@D)

@@ -148,6 +148,7 @@ write_env() {
       echo "DATABASE_URL=$(shq "$DATABASE_URL")"
       echo "AGENTTEST_SECRET_FILE=$(shq "$AGENTTEST_SECRET_FILE")"
       echo "AGENTTEST_FCGI_SOCKET=$(shq "$AGENTTEST_FCGI_SOCKET")"
+      echo "AGENTTEST_CHECK_SOCKET=$(shq "$AGENTTEST_CHECK_SOCKET")"
       [ -z "${AGENTTEST_CONFIG:-}" ] || echo "AGENTTEST_CONFIG=$(shq "$AGENTTEST_CONFIG")"
     } >"$f.tmp"
   )

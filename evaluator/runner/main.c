@@ -48,6 +48,7 @@
 #include "evaluator/runner/runner.h"
 #include "sandbox/sandbox.h"
 #include "evaluator/runner/eval_job.h"
+#include "evaluator/runner/check_service.h"
 
 struct slot {
 	pthread_t       thread;
@@ -421,7 +422,7 @@ static void make_owner(void)
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: agenttest-runner [--slots N] [--config FILE] [--poll-ms MS] [--drain S]\n"
-		     "  --slots N     concurrent runs (default: the number of CPUs)\n"
+		     "  --slots N     concurrent runs (default: the number of CPUs; 0: code checks only)\n"
 		     "  --config FILE configuration file (default: $AGENTTEST_CONFIG, /etc/agenttest/agenttest.conf)\n"
 		     "  --poll-ms MS  idle database poll interval (default RUNNER_POLL_MS or %d)\n"
 		     "  --drain S     on SIGTERM, let running jobs finish this long (default %d)\n",
@@ -456,7 +457,7 @@ int main(int argc, char **argv)
 	struct buf err = BUF_INIT, npath = BUF_INIT;
 	while ((o = getopt_long(argc, argv, "s:c:p:d:h", opts, NULL)) != -1) {
 		switch (o) {
-		case 's': nslots = opt_long("--slots", optarg, 1, RUNNER_MAX_SLOTS); break;
+		case 's': nslots = opt_long("--slots", optarg, 0, RUNNER_MAX_SLOTS); break;
 		case 'c': cfg_path = optarg; break;
 		case 'p': poll_ms = opt_long("--poll-ms", optarg, 10, 600000); break;
 		case 'd': drain_s = opt_long("--drain", optarg, 0, 3600); break;
@@ -464,7 +465,7 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	if (nslots < 1)
+	if (nslots < 0)   /* sysconf failed; 0 (--slots 0): a check-only runner */
 		nslots = 1;
 	if (nslots > RUNNER_MAX_SLOTS)
 		nslots = RUNNER_MAX_SLOTS;
@@ -502,6 +503,8 @@ int main(int argc, char **argv)
 	char perr[256] = "";
 	if (sbx_prestart((unsigned)nslots, perr, sizeof perr) != 0)
 		log_msg(LOG_LVL_WARNING, "sandbox_prestart_failed", "%s (runs start helpers on demand)", perr);
+	/* the code-check service for the API (check_service.c), before the slots run */
+	struct check_service *check = check_service_start(&cfg, (unsigned)nslots);
 
 	R.nslots = (unsigned)nslots;
 	for (unsigned i = 0; i < R.nslots; i++) {
@@ -532,6 +535,7 @@ int main(int argc, char **argv)
 		pthread_join(R.slots[i].thread, NULL);
 		job_ctl_free(R.slots[i].ctl);
 	}
+	check_service_stop(check);
 	log_msg(LOG_LVL_INFO, "runner_stopped", "%lu runs written", atomic_load(&R.completed));
 	if (npath.len)
 		unlink(npath.data);

@@ -1,87 +1,148 @@
 /*
- * strategy_check: the syntax and contract check of a submission, run in the
- * sandbox (POST /strategies/submit, POST /strategies).
+ * strategy_check: the syntax and contract check of a submission
+ * (POST /strategies/submit, POST /strategies), asked of the runner.
  *
- * The API worker never parses or runs strategy code itself. It starts a
- * confined strategy host (one-shot, not the zygote: a check needs no numpy
- * and a worker should not keep an interpreter around), sends one CHECK
- * frame (type 0x05, body = the source bytes) and reads one CHECKED frame
- * (0x85, meta = the answer of sandbox/host/agenttest_host/check.py). The host
- * only runs `ast.parse` on the source: nothing of it is compiled into code
- * that runs, imported or executed. Limits: 5 s CPU, 10 s wall, 256 MiB,
- * 64 KiB of output. The answer is hostile input like any host output: the
- * meta is size-capped and parsed strictly, and only known fields are used.
+ * The pool never parses, runs or sandboxes strategy code (DESIGN, trust
+ * boundaries): the runner on this host, which owns the sandbox, answers
+ * check requests on a unix socket (evaluator/runner/check_service.h; path
+ * AGENTTEST_CHECK_SOCKET, else $RUNNER_NOTIFY_DIR/check.sock, else
+ * /run/agenttest-check/check.sock). One connection per check: a 12-byte
+ * header and the source go out, a header and a JSON verdict come back, all
+ * within CHECK_DEADLINE_S. The answer is checked like any peer input:
+ * header first (magic, version, status, length cap), then strict JSON, and
+ * only known fields are used. No runner listening, a busy or failing
+ * checker and a missed deadline answer 503 `unavailable`.
  */
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
 
 #include "common/log.h"
-#include "evaluator/protocol.h"
+#include "common/xalloc.h"
+#include "evaluator/runner/check_service.h"
 #include "fcgi/handlers/runs_view.h"
-#include "sandbox/sandbox.h"
 
-#define CHECK_REQ   0x05
-#define CHECK_REPLY 0x85
-#define CHECK_BOX_BASE 5000u
-#define CHECK_BOX_SPAN 4000u
+#define CHECK_DEADLINE_MS 5000
 
-/* The answer of the host as a JSON object (new reference) or NULL with why in err. */
-static json_object *ask_host(const char *code, size_t len, char *err, size_t errlen)
+/* Monotonic milliseconds. */
+static long long mono_ms(void)
 {
-	struct sbx_spec spec = {
-		.mode = SBX_CONFINED,
-		.limits = { .cpu_seconds = 5, .wall_seconds = 10, .memory_bytes = 256u << 20, .output_bytes = 64u << 10 },
-		.box_id = CHECK_BOX_BASE + (uint32_t)getpid() % CHECK_BOX_SPAN,
-	};
-	struct sbx_run run;
-	struct sbx_verdict v;
-	struct proto_conn pc;
-	struct proto_hdr h;
-	struct buf meta = BUF_INIT;
-	json_object *answer = NULL;
-	/* one-shot sandbox: no zygote per API worker */
-	setenv("AGENTTEST_SANDBOX_ZYGOTE", "0", 1);
-	if (sbx_start(&spec, &run, err, errlen) != 0) {
-		/* a start-up failure of the sandbox is not the submission's fault:
-		 * log it and try once more before answering 503 */
-		log_msg(LOG_LVL_WARNING, "check_sandbox_start_failed", "%s", err);
-		struct timespec pause = { 0, 50 * 1000 * 1000 };
-		nanosleep(&pause, NULL);
-		if (sbx_start(&spec, &run, err, errlen) != 0)
-			return NULL;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Send (wr) or receive exactly n bytes on non-blocking fd before deadline. 0 or -1 (errno). */
+static int io_full(int fd, void *p, size_t n, long long deadline, bool wr)
+{
+	unsigned char *b = p;
+	size_t off = 0;
+	while (off < n) {
+		ssize_t k = wr ? send(fd, b + off, n - off, MSG_NOSIGNAL) : recv(fd, b + off, n - off, 0);
+		if (k > 0) {
+			off += (size_t)k;
+			continue;
+		}
+		if (k == 0) {
+			errno = ECONNRESET;
+			return -1;
+		}
+		if (errno != EAGAIN && errno != EINTR)
+			return -1;
+		long long left = deadline - mono_ms();
+		if (left <= 0) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		struct pollfd pfd = { .fd = fd, .events = wr ? POLLOUT : POLLIN };
+		if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR)
+			return -1;
 	}
-	proto_conn_init(&pc, run.to_host, run.from_host, run.log_fd, proto_now() + 10.0);
-	enum proto_status st = proto_recv(&pc, &h, &meta, NULL, PROTO_MAX_META_IN, 0);
-	if (st == PROTO_OK && h.type == PROTO_READY) {
-		buf_reset(&meta);
-		st = proto_send(&pc, CHECK_REQ, NULL, 0, code, len);
-		if (st == PROTO_OK)
-			st = proto_recv(&pc, &h, &meta, NULL, PROTO_MAX_META_IN, 0);
+	return 0;
+}
+
+/* Outcome of asking the checker. */
+enum ask { ASK_ANSWER, ASK_DOWN, ASK_BUSY, ASK_FAILED };
+
+/*
+ * Ask the checker at path about code. ASK_ANSWER with the verdict object in
+ * *out (new reference); otherwise why in err (for the log or the reply).
+ */
+static enum ask ask_checker(const char *path, const char *code, size_t len, json_object **out, char *err,
+			    size_t errlen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	uint8_t hdr[CHECK_HDR_LEN];
+	unsigned status;
+	uint32_t blen;
+	char *body = NULL;
+	enum ask rc = ASK_FAILED;
+	long long deadline = mono_ms() + CHECK_DEADLINE_MS;
+	if (len > CHECK_CODE_MAX) {
+		snprintf(err, errlen, "code is larger than the checker accepts");
+		return ASK_FAILED;
 	}
-	if (st != PROTO_OK)
-		snprintf(err, errlen, "strategy host: %s", proto_status_str(st));
-	else if (h.type != CHECK_REPLY)
-		snprintf(err, errlen, "strategy host answered frame 0x%02x to CHECK", h.type);
-	else if (!(answer = json_tokener_parse(buf_cstr(&meta))) || !json_object_is_type(answer, json_type_object)) {
-		json_object_put(answer);
-		answer = NULL;
-		snprintf(err, errlen, "strategy host sent a malformed CHECK answer");
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return ASK_FAILED;
 	}
-	if (st == PROTO_OK)
-		(void)proto_send(&pc, PROTO_BYE, NULL, 0, NULL, 0);
-	proto_conn_free(&pc);
-	if (!answer)
-		sbx_kill(&run);
-	sbx_finish(&run, &v);
-	if (!answer && v.status != SBX_OK && err[0] && strstr(err, "strategy host:"))
-		snprintf(err, errlen, "the check ended with sandbox status %s: %s", sbx_status_code(v.status), v.message);
-	buf_free(&meta);
-	return answer;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+		snprintf(err, errlen, "connect %s: %s", path, strerror(errno));
+		rc = errno == EAGAIN ? ASK_BUSY : ASK_DOWN;   /* EAGAIN: its backlog is full */
+		goto out;
+	}
+	check_hdr_encode(hdr, CHECK_REQUEST, CHECK_OP_STRATEGY, (uint32_t)len);
+	/* a checker that answers BUSY without reading closes early: read its answer anyway */
+	if (io_full(fd, hdr, sizeof hdr, deadline, true) == 0)
+		(void)io_full(fd, (void *)(uintptr_t)code, len, deadline, true);
+	if (io_full(fd, hdr, sizeof hdr, deadline, false) != 0) {
+		int e = errno;
+		if (e == ETIMEDOUT)
+			snprintf(err, errlen, "the code checker did not answer within %d s", CHECK_DEADLINE_MS / 1000);
+		else
+			snprintf(err, errlen, "the code checker hung up: %s", strerror(e));
+		goto out;
+	}
+	if (check_hdr_decode(hdr, CHECK_ANSWER, CHECK_ST__MAX, CHECK_ANSWER_MAX, &status, &blen) != 0) {
+		snprintf(err, errlen, "malformed answer header from the checker");
+		goto out;
+	}
+	body = xmalloc((size_t)blen + 1);
+	if (io_full(fd, body, blen, deadline, false) != 0) {
+		snprintf(err, errlen, "truncated answer from the checker");
+		goto out;
+	}
+	body[blen] = '\0';
+	json_object *o = json_tokener_parse(body);
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		snprintf(err, errlen, "malformed answer from the checker");
+		goto out;
+	}
+	if (status == CHECK_ST_ANSWER) {
+		*out = o;
+		rc = ASK_ANSWER;
+		goto out;
+	}
+	json_object *m;
+	snprintf(err, errlen, "%.300s", json_object_object_get_ex(o, "message", &m) && json_object_is_type(m, json_type_string)
+					      ? json_object_get_string(m) : "no message");
+	json_object_put(o);
+	rc = status == CHECK_ST_BUSY ? ASK_BUSY : ASK_FAILED;
+out:
+	free(body);
+	close(fd);
+	return rc;
 }
 
 /* String field of o, or def. */
@@ -120,10 +181,30 @@ static void reply_syntax(struct fcgi_ctx *c, json_object *a)
 
 bool st_check_code(struct fcgi_ctx *c, const char *code, size_t len, char kind[16])
 {
-	char err[512] = "";
-	json_object *a = ask_host(code, len, err, sizeof err);
+	char err[512] = "", path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	json_object *a = NULL;
 	bool ok = false;
-	if (!a) {
+	if (check_socket_path(fcgi_config(c, "AGENTTEST_CHECK_SOCKET"), fcgi_config(c, "RUNNER_NOTIFY_DIR"), path,
+			      sizeof path) != 0) {
+		log_msg(LOG_LVL_ERROR, "check_socket_invalid", "AGENTTEST_CHECK_SOCKET is not an absolute socket path");
+		fcgi_reply_error(c, 503, "unavailable", "the code checker is not configured on this server");
+		return false;
+	}
+	switch (ask_checker(path, code, len, &a, err, sizeof err)) {
+	case ASK_ANSWER:
+		break;
+	case ASK_DOWN:
+		log_msg(LOG_LVL_WARNING, "checker_unavailable", "%s", err);
+		fcgi_add_header(c, "Retry-After", "5");
+		fcgi_reply_error(c, 503, "unavailable",
+				 "the code checker (agenttest-runner) is not running on this server; try again later");
+		return false;
+	case ASK_BUSY:
+		fcgi_add_header(c, "Retry-After", "1");
+		fcgi_reply_error(c, 503, "unavailable", "the code checker is busy; try again shortly");
+		return false;
+	case ASK_FAILED:
+		log_msg(LOG_LVL_ERROR, "check_failed", "%s", err);
 		fcgi_reply_error(c, 503, "unavailable", "the code check could not run: %s", err);
 		return false;
 	}

@@ -27,7 +27,9 @@ db_migrate() {
 #   - the original agenttest's 5-bar demo series (prices 100..104) as "v1",
 #     so its README flows give their documented numbers;
 #   - STRATEGIES_DIR, ARTIFACTS_DIR, RUNNER_NOTIFY_DIR under $VAR, and the
-#     repository's examples/ as a trusted strategy directory.
+#     repository's examples/ as a trusted strategy directory;
+#   - AGENTTEST_CHECK_SOCKET, where the runner answers the pool's code checks
+#     (default $RUNNER_NOTIFY_DIR/check.sock, the rule both programs apply).
 prepare_data() {
   local data label days dir
   data=$(cfg AGENTTEST_DATA_DIR "$VAR/data")
@@ -56,6 +58,8 @@ prepare_data() {
   export RUNNER_NOTIFY_DIR=${RUNNER_NOTIFY_DIR:-$RUN/runners}
   export TRUSTED_STRATEGY_DIRS=${TRUSTED_STRATEGY_DIRS:-$REPO/examples}
   mkdir -p "$STRATEGIES_DIR" "$ARTIFACTS_DIR" "$RUNNER_NOTIFY_DIR"
+  CHECK_SOCKET=$(cfg AGENTTEST_CHECK_SOCKET "$RUNNER_NOTIFY_DIR/check.sock")
+  export AGENTTEST_CHECK_SOCKET=$CHECK_SOCKET
 }
 
 # register_dataset DIR LABEL: record the dataset version in the database
@@ -96,18 +100,44 @@ start_runner() {
   [ -x "$BIN/agenttest-runner" ] || die "$BIN/agenttest-runner is missing (run make build)"
   pid_of runner >/dev/null && return 0
   slots=$(cfg AGENTTEST_RUNNER_SLOTS "$(nproc)")
-  require_uint AGENTTEST_RUNNER_SLOTS "$slots" 1 64
+  require_uint AGENTTEST_RUNNER_SLOTS "$slots" 0 64
   spawn runner "$LOG/runner.log" "$BIN/agenttest-runner" --slots "$slots"
-  if ! wait_for 10 "the runner" runner_ready; then
+  # up means the code checker answers: the zygotes are imported by then, so
+  # the first submission does not race the runner's start (60 s: a loaded
+  # machine imports numpy and pandas once per zygote)
+  if ! wait_for 60 "the runner and its code checker" runner_ready; then
     tail_log "$LOG/runner.log"
     die "the runner did not start"
   fi
 }
 
-# runner_ready: the runner is up (its wake-up socket exists).
+# runner_ready: the runner is up (its wake-up socket exists) and its code
+# checker answers a ping (unless AGENTTEST_CHECK_SOCKET=off).
 runner_ready() {
   local pid
-  pid=$(pid_of runner) && [ -S "$RUNNER_NOTIFY_DIR/runner-$pid.sock" ]
+  pid=$(pid_of runner) && [ -S "$RUNNER_NOTIFY_DIR/runner-$pid.sock" ] || return 1
+  [ "$CHECK_SOCKET" = off ] && return 0
+  [ -S "$CHECK_SOCKET" ] && check_ping "$CHECK_SOCKET"
+}
+
+# check_ping SOCKET: succeed when the check service on SOCKET answers a ping
+# (a 12-byte request header "ATCQ", version 1, op 0, length 0; the answer's
+# header starts "ATCA", version 1, status 0; docs/runner.md).
+check_ping() {
+  "$PYTHON" - "$1" >/dev/null 2>&1 <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(2)
+s.connect(sys.argv[1])
+s.sendall(b"ATCQ\x01\x00\x00\x00\x00\x00\x00\x00")
+h = b""
+while len(h) < 12:
+    c = s.recv(12 - len(h))
+    if not c:
+        sys.exit(1)
+    h += c
+sys.exit(0 if h[:6] == b"ATCA\x01\x00" else 1)
+PY
 }
 
 # stop_runner: SIGTERM (running jobs finish or are handed back), then wait.
