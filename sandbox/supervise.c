@@ -267,6 +267,13 @@ static void conclude(struct sup *s, int status, const struct rusage *ru, struct 
 	} else if (s->why == KR_INTERNAL) {
 		v->status = SBX_XX;
 		sbx_note(v->message, sizeof v->message, "supervisor failure");
+	} else if (oom) {
+		/* before KR_CANCEL: a host killed by the OOM killer closes its
+		 * pipes, and the caller, seeing EOF, may cancel the run before the
+		 * supervisor has concluded; the run still ran out of memory */
+		v->status = SBX_ML;
+		sbx_note(v->message, sizeof v->message, "memory limit of %llu bytes exceeded",
+		         (unsigned long long)l->memory_bytes);
 	} else if (s->why == KR_CANCEL) {
 		v->status = SBX_SG;
 		sbx_note(v->message, sizeof v->message, "cancelled");
@@ -274,10 +281,6 @@ static void conclude(struct sup *s, int status, const struct rusage *ru, struct 
 		v->status = SBX_TO;
 		sbx_note(v->message, sizeof v->message, "%s limit exceeded",
 		         v->wall_seconds >= l->wall_seconds ? "wall time" : "CPU time");
-	} else if (oom) {
-		v->status = SBX_ML;
-		sbx_note(v->message, sizeof v->message, "memory limit of %llu bytes exceeded",
-		         (unsigned long long)l->memory_bytes);
 	} else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS) {
 		v->status = SBX_SY;
 		snprintf(v->syscall_name, sizeof v->syscall_name, "unknown");
