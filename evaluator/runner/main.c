@@ -481,6 +481,12 @@ int main(int argc, char **argv)
 								   : RUNNER_IDLE_POLL_MS;
 	R.db_url = cfg.database_url;
 	R.env.artifacts_root = (v = config_get(&cfg, "ARTIFACTS_DIR")) ? v : "run_artifacts";
+	if (!runner_limits(&cfg, &R.env.limits, &err)) {
+		fprintf(stderr, "{\"error\":\"%s\",\"code\":\"invalid_config\",\"detail\":\"%s\"}\n", buf_cstr(&err),
+			buf_cstr(&err));
+		rc = 2;
+		goto out;
+	}
 	make_owner();
 	if (mysql_library_init(0, NULL, NULL) != 0)
 		goto out;

@@ -32,6 +32,8 @@
 #define RUNNER_LOG_TAIL_MAX     4096   /* bytes of the host's stderr kept on a run */
 #define RUNNER_MESSAGE_MAX      3072   /* bytes of an error message kept on a run */
 #define RUNNER_EQUITY_MAX       (1u << 24) /* values */
+#define RUNNER_RUN_CPU_S        60     /* default AGENTTEST_RUN_CPU_SECONDS */
+#define RUNNER_RUN_MEMORY_MB    256    /* default AGENTTEST_RUN_MEMORY_MB */
 
 /* ---- a claimed job --------------------------------------------------------- */
 
@@ -196,7 +198,17 @@ void job_on_host(void *arg, struct sbx_run *run);
 struct job_env {
 	const char *artifacts_root;   /* ARTIFACTS_DIR: <root>/<run_id>/equity.csv */
 	unsigned    box_id;           /* distinct per slot */
+	struct sbx_limits limits;     /* of every backtest run (runner_limits) */
 };
+
+struct config;
+/*
+ * The limits of backtest runs from AGENTTEST_RUN_CPU_SECONDS,
+ * AGENTTEST_RUN_WALL_SECONDS and AGENTTEST_RUN_MEMORY_MB (limits.c; unset
+ * keys take the defaults, 60 s, twice the CPU limit, 256 MiB). false with a
+ * message in err if a value is malformed or out of range.
+ */
+bool runner_limits(const struct config *cfg, struct sbx_limits *l, struct buf *err);
 
 /*
  * Execute j: open and check the pinned dataset, run the strategy in the

@@ -1,5 +1,7 @@
 """Run limits through the real runner: a strategy allocating far beyond the
-memory limit fails with `memory_limit`."""
+memory limit fails with `memory_limit`, and with a short CPU limit set by
+the operator (AGENTTEST_RUN_CPU_SECONDS, docs/configuration.md) a spinning
+strategy fails with `timeout`."""
 import secrets
 
 import pytest
@@ -22,6 +24,11 @@ HOG_GROW = (
     "    chunks = []\n"
     "    while True:\n"
     "        chunks.append(bytearray(16 << 20))\n"
+)
+SPIN = (
+    "def simulate(prices, params):\n"
+    "    while True:\n"
+    "        pass\n"
 )
 
 
@@ -56,3 +63,21 @@ def test_growing_beyond_the_limit_fails_with_memory_limit(alice):
         assert run["error"]["code"] == "memory_limit", run["error"]
         assert run["resources"]["verdict"] == "memory_limit", run["resources"]
         assert run["resources"]["peak_memory_bytes"] >= 200 << 20, run["resources"]
+
+
+@pytest.fixture(scope="module")
+def short_cpu(stack_factory):
+    s = stack_factory("shortcpu", AGENTTEST_RUN_CPU_SECONDS=2, AGENTTEST_RUN_WALL_SECONDS=6,
+                      AGENTTEST_RUN_MEMORY_MB=192)
+    return Api(s, s.create_token(role="user"))
+
+
+def test_spinning_strategy_times_out_under_the_configured_cpu_limit(short_cpu):
+    vid = submit(short_cpu, SPIN, "spin")
+    run = short_cpu.run(vid, dataset_version="v1")
+    assert run["status"] == "failed", run
+    assert run["error"]["code"] == "timeout", run["error"]
+    res = run["resources"]
+    assert res["limits"]["cpu_seconds"] == 2 and res["limits"]["wall_seconds"] == 6, res
+    assert res["limits"]["memory_bytes"] == 192 << 20, res
+    assert 1.5 <= res["cpu_seconds"] < 5, res
