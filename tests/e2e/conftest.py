@@ -26,6 +26,7 @@ import os
 import secrets
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -125,12 +126,20 @@ class Stack:
             text=True, timeout=timeout, check=check)
 
     def start(self):
-        r = self.stack_sh("start")
+        try:
+            r = self.stack_sh("start")
+        except BaseException:
+            # stack.sh was killed (timeout, Ctrl-C): stop what it had started.
+            self.stack_sh("stop")
+            shutil.rmtree(self.var, ignore_errors=True)
+            raise
         if r.returncode != 0:
             self.collect_logs()
+            tail = self.log_tail()
+            shutil.rmtree(self.var, ignore_errors=True)  # stack.sh stopped what it started
             raise RuntimeError(
                 f"stack {self.name} failed to start (rc {r.returncode}):\n"
-                f"{r.stdout}\n{r.stderr}\n{self.log_tail()}")
+                f"{r.stdout}\n{r.stderr}\n{tail}")
         self.started = True
         self.info = self.read_env()
         return self
@@ -270,9 +279,16 @@ class Stack:
         return self.children(self.pid("pool"))
 
 
+def _sigterm_to_interrupt(signum, frame):
+    """SIGTERM (e.g. from `timeout`) unwinds like Ctrl-C, so pytest still
+    runs the fixture teardowns and no stack is left running."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 @pytest.fixture(scope="session")
 def stack_factory():
     """stack_factory(name="default", **env) -> a started Stack, one per name."""
+    signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
     stacks = {}
 
     def get(name="default", **env):
