@@ -128,6 +128,16 @@ int sbx_finish(struct sbx_run *run, struct sbx_verdict *v);
  */
 int sbx_prestart(unsigned n, char *err, size_t errlen);
 
+/*
+ * Most zygote helpers a process may hold ($AGENTTEST_SANDBOX_ZYGOTES is
+ * clamped to it): one per concurrent run (the runner's 64 slots) plus the
+ * runner's code checks (at most 8).
+ */
+#define SBX_ZYGOTES_MAX 72
+
+/* The zygote pool size in effect: $AGENTTEST_SANDBOX_ZYGOTES in [1, SBX_ZYGOTES_MAX], default 2. */
+unsigned sbx_zygote_pool_size(void);
+
 /* Kill the whole run now (cancellation; status SG, message "cancelled");
  * sbx_finish must still be called. */
 void sbx_kill(struct sbx_run *run);

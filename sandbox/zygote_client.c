@@ -5,7 +5,7 @@
  * (zygote_sup.c) started by this library with one end of a SOCK_SEQPACKET
  * socket as fd 3; it keeps a Python zygote with numpy (and pandas, ...)
  * imported and serves one run at a time. The pool holds up to
- * $AGENTTEST_SANDBOX_ZYGOTES helpers (default 2), started by sbx_prestart()
+ * $AGENTTEST_SANDBOX_ZYGOTES helpers (default 2, at most SBX_ZYGOTES_MAX), started by sbx_prestart()
  * (which waits until they are ready) or warmed up from the second sbx_start
  * of the process on (a process that makes a single run never pays for a
  * zygote). A helper reports "R" once its zygote has imported everything.
@@ -37,7 +37,7 @@
 #include "sandbox/sbx_int.h"
 #include "sandbox/sbx_zygote.h"
 
-#define ZPOOL_MAX 16
+#define ZPOOL_MAX SBX_ZYGOTES_MAX
 
 struct zhelper {
 	pid_t pid;     /* -1: slot empty */
@@ -54,9 +54,14 @@ static unsigned zstarts;   /* sbx_start calls seen: warm up from the second on *
 /* Pool size from the environment (1..ZPOOL_MAX, default 2). */
 static int pool_size(void)
 {
+	return (int)sbx_zygote_pool_size();
+}
+
+unsigned sbx_zygote_pool_size(void)
+{
 	const char *s = getenv("AGENTTEST_SANDBOX_ZYGOTES");
 	int n = s ? atoi(s) : 2;
-	return n < 1 ? 1 : n > ZPOOL_MAX ? ZPOOL_MAX : n;
+	return n < 1 ? 1u : n > ZPOOL_MAX ? ZPOOL_MAX : (unsigned)n;
 }
 
 bool sbx_zygote_enabled(void)

@@ -23,6 +23,8 @@
 /* ---- limits and defaults ------------------------------------------------ */
 
 #define RUNNER_MAX_SLOTS        64
+/* every slot and every code check gets its own zygote helper (AGENTTEST_CHECK_CONCURRENCY <= 8) */
+_Static_assert(RUNNER_MAX_SLOTS + 8 <= SBX_ZYGOTES_MAX, "the zygote pool must hold one helper per slot");
 #define RUNNER_LEASE_S          10     /* lease length; renewed every second */
 #define RUNNER_TICK_MS          100    /* heartbeat/cancel tick while busy */
 #define RUNNER_IDLE_POLL_MS     1000   /* DB poll when idle (other-host fallback) */
