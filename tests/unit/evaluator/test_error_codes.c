@@ -1,0 +1,75 @@
+/*
+ * test_error_codes.c: every machine code the evaluator, the dataset layer
+ * and the runner emit is listed in docs/development.md ("Error codes"),
+ * written as `code`. Run from the repository root (as tests/run.sh does).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "evaluator/dataset.h"
+#include "evaluator/errors.h"
+
+static char *doc;
+
+/* Read docs/development.md. */
+static int setup(void **state)
+{
+	FILE *f = fopen("docs/development.md", "r");
+	if (!f)
+		return -1;
+	doc = calloc(1, 1 << 20);
+	size_t n = doc ? fread(doc, 1, (1 << 20) - 1, f) : 0;
+	fclose(f);
+	return n > 0 ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	free(doc);
+	return 0;
+}
+
+/* Fail naming code if `code` is not in the error-code section. */
+static void listed(const char *code)
+{
+	const char *sec = strstr(doc, "## Error codes");
+	assert_non_null(sec);
+	const char *end = strstr(sec + 3, "\n## ");
+	char q[64];
+	snprintf(q, sizeof q, "`%s`", code);
+	const char *hit = strstr(sec, q);
+	if (!hit || (end && hit > end))
+		fail_msg("error code %s is not listed in docs/development.md", code);
+}
+
+static void test_run_codes(void **state)
+{
+	for (int e = 1; e < EV_ERR__MAX; e++)
+		listed(ev_errcode((enum ev_err)e));
+	/* codes the runner writes itself (evaluator/runner/job.c, main.c) */
+	listed("dataset_mismatch");
+	listed("cancelled");
+	listed("invalid_config");
+}
+
+static void test_dataset_codes(void **state)
+{
+	for (int e = 1; e < DS_ERR__MAX; e++)
+		listed(ds_errcode((enum ds_err)e));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_run_codes),
+		cmocka_unit_test(test_dataset_codes),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
