@@ -1,14 +1,11 @@
 /*
  * job: execute one claimed run through the evaluator's backtest API.
  *
- * Theory of operation. The pinned dataset is opened from the registered
- * directory with every hash verified and compared with the hash pinned on
- * the run when it was queued; a directory whose bytes changed fails the run
- * with `dataset_mismatch` instead of scoring other data under the old
- * label. Verified datasets stay mapped in a small process-wide cache (they
- * are immutable and read-only, shared by all slots); an entry is verified
- * again when the directory's manifest (or prices.csv) changes identity,
- * size or mtime, and at least every RUNNER_DS_REVERIFY_S seconds.
+ * Theory of operation. The pinned dataset comes verified from the runner's
+ * dataset cache (dscache.c) and its hash is compared with the hash pinned
+ * on the run when it was queued; a directory whose bytes changed fails the
+ * run with `dataset_mismatch` instead of scoring other data under the old
+ * label.
  *
  * bt_run does the rest (sandbox, protocol, validation, engine, metrics,
  * audit). Everything about the run is decided from pinned inputs only: the
@@ -36,135 +33,12 @@
 #include "evaluator/runner/runner.h"
 #include "xalloc.h"
 
-#define RUNNER_DS_CACHE       16
-#define RUNNER_DS_REVERIFY_S  60
-
-struct ds_entry {
-	char           *path;
-	struct dataset *ds;
-	struct stat     st;       /* identity of the manifest / prices.csv when verified */
-	time_t          verified; /* CLOCK_MONOTONIC seconds */
-	unsigned        users;    /* jobs holding ds */
-	bool            retired;  /* replaced: close when users drops to 0 */
-};
-
-static struct {
-	pthread_mutex_t mu;
-	struct ds_entry e[RUNNER_DS_CACHE];
-} cache = { .mu = PTHREAD_MUTEX_INITIALIZER };
-
-/* Monotonic whole seconds. */
-static time_t mono_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec;
-}
-
 /* Wall seconds with nanoseconds. */
 static double mono_d(void)
 {
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-/* stat of the file that identifies the dataset's contents. */
-static int ds_stat(const char *dir, struct stat *st)
-{
-	char p[PATH_MAX];
-	snprintf(p, sizeof p, "%s/manifest.json", dir);
-	if (stat(p, st) == 0)
-		return 0;
-	snprintf(p, sizeof p, "%s/prices.csv", dir);
-	return stat(p, st);
-}
-
-/* True if two stats name the same unchanged file. */
-static bool same_file(const struct stat *a, const struct stat *b)
-{
-	return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
-	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
-}
-
-/* Drop entry i if nobody uses it (cache.mu held). */
-static void ds_entry_drop(size_t i)
-{
-	struct ds_entry *e = &cache.e[i];
-	if (e->users)
-		return;
-	ds_close(e->ds);
-	free(e->path);
-	memset(e, 0, sizeof *e);
-}
-
-/*
- * A verified dataset for dir, held until ds_release. NULL on failure with
- * the run failed in r.
- */
-static struct dataset *ds_acquire(const char *dir, struct rresult *r)
-{
-	struct stat st;
-	enum ds_err e;
-	char msg[512];
-	time_t now = mono_s();
-	bool have_st = ds_stat(dir, &st) == 0;
-	pthread_mutex_lock(&cache.mu);
-	for (size_t i = 0; i < RUNNER_DS_CACHE; i++) {
-		struct ds_entry *c = &cache.e[i];
-		if (!c->ds || c->retired || strcmp(c->path, dir) != 0)
-			continue;
-		if (have_st && same_file(&c->st, &st) && now - c->verified < RUNNER_DS_REVERIFY_S) {
-			c->users++;
-			pthread_mutex_unlock(&cache.mu);
-			return c->ds;
-		}
-		c->retired = true;
-		ds_entry_drop(i);
-	}
-	pthread_mutex_unlock(&cache.mu);
-	struct dataset *ds = ds_open_any(dir, 1, NULL, &e, msg, sizeof msg);
-	if (!ds) {
-		rresult_fail(r, e == DS_ERR_HASH ? "dataset_mismatch" : "dataset_error",
-			     "the dataset of this run cannot be opened: %s", msg);
-		return NULL;
-	}
-	pthread_mutex_lock(&cache.mu);
-	size_t slot = RUNNER_DS_CACHE;
-	for (size_t i = 0; i < RUNNER_DS_CACHE && slot == RUNNER_DS_CACHE; i++)
-		if (!cache.e[i].ds)
-			slot = i;
-	for (size_t i = 0; i < RUNNER_DS_CACHE && slot == RUNNER_DS_CACHE; i++)
-		if (!cache.e[i].users) {
-			ds_entry_drop(i);
-			slot = i;
-		}
-	if (slot == RUNNER_DS_CACHE) {
-		pthread_mutex_unlock(&cache.mu);
-		return ds;   /* cache full of busy entries: private copy, closed by ds_release */
-	}
-	cache.e[slot] = (struct ds_entry){ .path = xstrdup(dir), .ds = ds, .verified = now, .users = 1 };
-	if (have_st)
-		cache.e[slot].st = st;
-	pthread_mutex_unlock(&cache.mu);
-	return ds;
-}
-
-/* Release a dataset from ds_acquire. */
-static void ds_release(struct dataset *ds)
-{
-	pthread_mutex_lock(&cache.mu);
-	for (size_t i = 0; i < RUNNER_DS_CACHE; i++) {
-		if (cache.e[i].ds == ds) {
-			cache.e[i].users--;
-			if (cache.e[i].retired)
-				ds_entry_drop(i);
-			pthread_mutex_unlock(&cache.mu);
-			return;
-		}
-	}
-	pthread_mutex_unlock(&cache.mu);
-	ds_close(ds);
 }
 
 /* Engine configuration of a positions run from its pinned JSON. */
@@ -337,7 +211,7 @@ void job_execute(const struct job_env *env, struct job_ctl *ctl, const struct rj
 			     "evaluated by challenges)", j->kind ? j->kind : "?");
 		goto out;
 	}
-	if (!(ds = ds_acquire(j->dataset_path, r)))
+	if (!(ds = dscache_acquire(j->dataset_path, r)))
 		goto out;
 	if (strcmp(ds_hash(ds), j->dataset_hash) != 0) {
 		rresult_fail(r, "dataset_mismatch", "dataset %s changed: its files hash to %s, the run pinned %s",
@@ -381,6 +255,6 @@ out:
 	if (r->runtime_s == 0)
 		r->runtime_s = mono_d() - t0;
 	if (ds)
-		ds_release(ds);
+		dscache_release(ds);
 	bt_result_free(&res);
 }

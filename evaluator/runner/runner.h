@@ -221,6 +221,24 @@ bool runner_limits(const struct config *cfg, struct sbx_limits *l, struct buf *e
 void job_execute(const struct job_env *env, struct job_ctl *ctl, const struct rjob *j,
 		 struct rresult *r, struct buf *artifacts_dir);
 
+/* ---- verified datasets (dscache.c) ----------------------------------------- */
+
+struct dataset;
+/*
+ * The dataset in directory dir, verified (every hash) when first opened by
+ * this process and re-verified whenever any of its files changed identity
+ * (name, device, inode, size, mtime). Held until dscache_release. NULL on
+ * failure with the run failed in r (`dataset_mismatch` when the bytes no
+ * longer match their manifest, else `dataset_error`). Thread-safe.
+ */
+struct dataset *dscache_acquire(const char *dir, struct rresult *r);
+/* Release a dataset from dscache_acquire. */
+void dscache_release(struct dataset *ds);
+/* Counters: acquires served from the cache, and opens with verification. */
+void dscache_stats(unsigned long *hits, unsigned long *opens);
+/* Close every unused entry and forget the rest (tests). */
+void dscache_clear(void);
+
 /* ---- wake-ups (notify.c) ----------------------------------------------------- */
 
 /*
