@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "db.h"
 #include "xalloc.h"
 #include "evaluator/dataset.h"
 #include "evaluator/protocol.h"
@@ -48,92 +49,97 @@ static void ejob_free(struct ejob *e)
 	memset(e, 0, sizeof *e);
 }
 
-/* One statement; -1 with the server message in err. */
-static int eq(MYSQL *c, const struct buf *sql, struct buf *err)
+/* One statement; -1 with the message in err. */
+static int ex(struct db *db, const char *sql, const struct db_arg *a, size_t na, struct db_col *c, size_t nc,
+	      db_row_fn fn, void *ctx, struct db_result *res, struct buf *err)
 {
-	if (mysql_real_query(c, sql->data, (unsigned long)sql->len) != 0) {
-		buf_printf(err, "database: %s", mysql_error(c));
+	if (db_exec(db, sql, a, na, c, nc, fn, ctx, res, 0) != DB_OK) {
+		buf_printf(err, "database: %s", db_error(db));
 		return -1;
 	}
 	return 0;
 }
 
-/* Expired leases: back to the queue, or failed once the attempts are used. */
-static int reap(MYSQL *c, struct buf *err)
+/* Row callback: note the row and stop (its values stay in the columns). */
+static bool got_row(void *ctx, const struct db_col *cols, size_t ncols)
 {
-	struct buf sql = BUF_INIT;
-	buf_puts(&sql, "UPDATE evaluations SET status = IF(attempts < max_attempts, 'queued', 'failed'), "
-		       "error_code = IF(attempts < max_attempts, NULL, 'runner_lost'), "
-		       "error_message = IF(attempts < max_attempts, NULL, 'the runner executing it disappeared'), "
-		       "completed_at = IF(attempts < max_attempts, NULL, NOW(6)), lease_owner = NULL, "
-		       "lease_expires_at = NULL WHERE status = 'running' AND lease_expires_at < NOW(6)");
-	int rc = eq(c, &sql, err);
-	buf_free(&sql);
-	return rc;
+	(void)cols;
+	(void)ncols;
+	*(bool *)ctx = true;
+	return false;
+}
+
+/* Expired leases: back to the queue, or failed once the attempts are used. */
+static int reap(struct db *db, struct buf *err)
+{
+	return ex(db, "UPDATE evaluations SET status = IF(attempts < max_attempts, 'queued', 'failed'), "
+		      "error_code = IF(attempts < max_attempts, NULL, 'runner_lost'), "
+		      "error_message = IF(attempts < max_attempts, NULL, 'the runner executing it disappeared'), "
+		      "completed_at = IF(attempts < max_attempts, NULL, NOW(6)), lease_owner = NULL, "
+		      "lease_expires_at = NULL WHERE status = 'running' AND lease_expires_at < NOW(6)",
+		  NULL, 0, NULL, 0, NULL, NULL, NULL, err);
 }
 
 /* Claim the oldest queued evaluation. 1 claimed (e filled), 0 none, -1 error. */
-static int claim(MYSQL *c, const char *owner, struct ejob *e, struct buf *err)
+static int claim(struct db *db, const char *owner, struct ejob *e, struct buf *err)
 {
-	struct buf sql = BUF_INIT;
-	MYSQL_RES *res = NULL;
+	char id[64];
+	struct db_col c[] = { DB_COL_TEXT(id), DB_COL_INT };
+	bool found = false;
 	int rc = -1;
 	memset(e, 0, sizeof *e);
-	if (mysql_query(c, "START TRANSACTION") != 0 ||
-	    mysql_query(c, "SELECT id, attempts FROM evaluations WHERE status = 'queued' "
-			   "ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED") != 0 ||
-	    !(res = mysql_store_result(c))) {
-		buf_printf(err, "database: %s", mysql_error(c));
-		goto fail;
+	if (ex(db, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED", NULL, 0, NULL, 0, NULL, NULL, NULL, err) != 0)
+		return -1;
+	if (db_begin(db) != DB_OK) {
+		buf_printf(err, "database: %s", db_error(db));
+		return -1;
 	}
-	MYSQL_ROW row = mysql_fetch_row(res);
-	if (!row) {
+	if (ex(db, "SELECT id, attempts FROM evaluations WHERE status = 'queued' "
+		   "ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED", NULL, 0, c, 2, got_row, &found, NULL, err) != 0)
+		goto fail;
+	if (!found) {
 		rc = 0;
 		goto fail;
 	}
-	snprintf(e->id, sizeof e->id, "%s", row[0]);
-	e->attempt = (unsigned)strtoul(row[1], NULL, 10) + 1;
-	mysql_free_result(res);
-	res = NULL;
-	buf_puts(&sql, "UPDATE evaluations SET status = 'running', lease_owner = ");
-	rdb_quote(c, &sql, owner, strlen(owner));
-	buf_printf(&sql, ", lease_expires_at = NOW(6) + INTERVAL %d SECOND, attempts = %u, started_at = NOW(6) "
-			 "WHERE id = ", EVAL_LEASE_S, e->attempt);
-	rdb_quote(c, &sql, e->id, strlen(e->id));
-	if (eq(c, &sql, err) != 0 || mysql_query(c, "COMMIT") != 0)
+	snprintf(e->id, sizeof e->id, "%.36s", id);
+	e->attempt = (unsigned)c[1].i + 1;
+	struct db_arg a[] = { DB_ARG_TEXT(owner), DB_ARG_INT(EVAL_LEASE_S), DB_ARG_INT(e->attempt), DB_ARG_TEXT(e->id) };
+	if (ex(db, "UPDATE evaluations SET status = 'running', lease_owner = ?, "
+		   "lease_expires_at = NOW(6) + INTERVAL ? SECOND, attempts = ?, started_at = NOW(6) WHERE id = ?",
+	       a, 4, NULL, 0, NULL, NULL, NULL, err) != 0)
 		goto fail;
-	buf_reset(&sql);
-	buf_puts(&sql, "SELECT e.challenge, e.mode, d.path, e.dataset_hash, e.code, CAST(e.days_back AS CHAR), "
-		       "CAST(e.holdout_days AS CHAR), e.dev_only FROM evaluations e JOIN datasets d ON d.id = e.dataset_id "
-		       "WHERE e.id = ");
-	rdb_quote(c, &sql, e->id, strlen(e->id));
-	if (eq(c, &sql, err) != 0 || !(res = mysql_store_result(c)))
-		goto out;
-	row = mysql_fetch_row(res);
-	unsigned long *len = mysql_fetch_lengths(res);
-	if (!row || !len) {
-		buf_printf(err, "claimed evaluation %s vanished", e->id);
-		goto out;
+	if (db_commit(db) != DB_OK) {
+		buf_printf(err, "database: %s", db_error(db));
+		goto fail;
 	}
-	e->challenge = xstrdup(row[0] ? row[0] : "");
-	e->mode = xstrdup(row[1] ? row[1] : "strict");
-	e->path = xstrdup(row[2] ? row[2] : "");
-	e->hash = xstrdup(row[3] ? row[3] : "");
-	e->code = xmalloc(len[4] + 1);
-	memcpy(e->code, row[4] ? row[4] : "", len[4]);
-	e->code[len[4]] = '\0';
-	e->code_len = len[4];
-	e->days_back = row[5] ? atof(row[5]) : 60;
-	e->holdout_days = row[6] ? atof(row[6]) : 20;
-	e->dev_only = row[7] && atoi(row[7]) != 0;
-	rc = 1;
-	goto out;
+	char ch[256], mode[64], path[4097], hash[256], days[64], hold[64];
+	struct db_col d[] = { DB_COL_TEXT(ch), DB_COL_TEXT(mode), DB_COL_TEXT(path), DB_COL_TEXT(hash),
+			      { .type = DB_T_TEXT, .buf = xmalloc(STREAM_MAX_CODE + 1), .cap = STREAM_MAX_CODE + 1 },
+			      DB_COL_TEXT(days), DB_COL_TEXT(hold), DB_COL_INT };
+	struct db_arg k[] = { DB_ARG_TEXT(e->id) };
+	found = false;
+	if (ex(db, "SELECT e.challenge, e.mode, d.path, e.dataset_hash, e.code, CAST(e.days_back AS CHAR), "
+		   "CAST(e.holdout_days AS CHAR), e.dev_only FROM evaluations e JOIN datasets d ON d.id = e.dataset_id "
+		   "WHERE e.id = ?", k, 1, d, 8, got_row, &found, NULL, err) == 0 && !found)
+		buf_printf(err, "claimed evaluation %s vanished", e->id);
+	if (found) {
+		e->challenge = xstrdup(d[0].is_null ? "" : ch);
+		e->mode = xstrdup(d[1].is_null ? "strict" : mode);
+		e->path = xstrdup(d[2].is_null ? "" : path);
+		e->hash = xstrdup(d[3].is_null ? "" : hash);
+		e->code_len = d[4].is_null ? 0 : d[4].len;
+		e->code = xmalloc(e->code_len + 1);
+		memcpy(e->code, d[4].buf, e->code_len);
+		e->code[e->code_len] = '\0';
+		e->days_back = d[5].is_null ? 60 : atof(days);
+		e->holdout_days = d[6].is_null ? 20 : atof(hold);
+		e->dev_only = !d[7].is_null && d[7].i != 0;
+		rc = 1;
+	}
+	free(d[4].buf);
+	return rc;
 fail:
-	(void)mysql_query(c, "ROLLBACK");
-out:
-	if (res)
-		mysql_free_result(res);
-	buf_free(&sql);
+	db_rollback(db);
 	return rc;
 }
 
@@ -154,27 +160,34 @@ static bool primary(json_object *res, const char **name, double *v)
 }
 
 /* Write the outcome (guarded by the lease). 1 written, 0 lease lost, -1 error. */
-static int finish(MYSQL *c, const char *owner, const struct ejob *e, enum ev_err rc, json_object *out,
+static int finish(struct db *db, const char *owner, const struct ejob *e, enum ev_err rc, json_object *out,
 		  double runtime, bool hand_back, struct buf *err)
 {
-	struct buf sql = BUF_INIT;
 	const char *text = out ? json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN) : "null";
+	struct db_arg guard[] = { DB_ARG_TEXT(e->id), DB_ARG_TEXT(owner), DB_ARG_INT(e->attempt) };
+	struct db_arg a[8];
+	struct db_result res = { 0 };
+	char score[32], rt[32];
+	size_t n = 0;
+	const char *sql;
+	snprintf(rt, sizeof rt, "%.6f", runtime);
 	if (hand_back) {
-		buf_printf(&sql, "UPDATE evaluations SET status = 'queued', attempts = %u, lease_owner = NULL, "
-				 "lease_expires_at = NULL, started_at = NULL", e->attempt - 1);
+		a[n++] = DB_ARG_INT((long long)e->attempt - 1);
+		sql = "UPDATE evaluations SET status = 'queued', attempts = ?, lease_owner = NULL, "
+		      "lease_expires_at = NULL, started_at = NULL "
+		      "WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempts = ?";
 	} else if (rc == EV_OK) {
 		const char *metric = NULL;
 		double v = 0;
 		bool ok = primary(out, &metric, &v);
-		buf_puts(&sql, "UPDATE evaluations SET status = 'completed', error_code = NULL, error_message = NULL, metric = ");
-		if (metric)
-			rdb_quote(c, &sql, metric, strlen(metric));
-		else
-			buf_puts(&sql, "NULL");
-		if (ok)
-			buf_printf(&sql, ", score = %.17g", v);
-		else
-			buf_puts(&sql, ", score = NULL");
+		snprintf(score, sizeof score, "%.17g", v);
+		a[n++] = metric ? DB_ARG_TEXT(metric) : DB_ARG_NULL;
+		a[n++] = ok ? DB_ARG_TEXT(score) : DB_ARG_NULL;
+		a[n++] = DB_ARG_TEXT(text);
+		a[n++] = DB_ARG_TEXT(rt);
+		sql = "UPDATE evaluations SET status = 'completed', error_code = NULL, error_message = NULL, metric = ?, "
+		      "score = ?, result = ?, completed_at = NOW(6), runtime_s = ?, lease_owner = NULL, "
+		      "lease_expires_at = NULL WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempts = ?";
 	} else {
 		json_object *m = NULL;
 		const char *code = ev_errcode(rc), *msg = "evaluation failed";
@@ -182,25 +195,19 @@ static int finish(MYSQL *c, const char *owner, const struct ejob *e, enum ev_err
 			code = json_object_get_string(m);
 		if (out && json_object_object_get_ex(out, "error", &m))
 			msg = json_object_get_string(m);
-		buf_puts(&sql, "UPDATE evaluations SET status = 'failed', error_code = ");
-		rdb_quote(c, &sql, code, strnlen(code, 32));
-		buf_puts(&sql, ", error_message = ");
-		rdb_quote(c, &sql, msg, strnlen(msg, 60000));
+		a[n++] = DB_ARG_TEXTN(code, strnlen(code, 32));
+		a[n++] = DB_ARG_TEXTN(msg, strnlen(msg, 60000));
+		a[n++] = DB_ARG_TEXT(text);
+		a[n++] = DB_ARG_TEXT(rt);
+		sql = "UPDATE evaluations SET status = 'failed', error_code = ?, error_message = ?, result = ?, "
+		      "completed_at = NOW(6), runtime_s = ?, lease_owner = NULL, lease_expires_at = NULL "
+		      "WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempts = ?";
 	}
-	if (!hand_back) {
-		buf_puts(&sql, ", result = ");
-		rdb_quote(c, &sql, text, strlen(text));
-		buf_printf(&sql, ", completed_at = NOW(6), runtime_s = %.6f, lease_owner = NULL, lease_expires_at = NULL",
-			   runtime);
-	}
-	buf_puts(&sql, " WHERE id = ");
-	rdb_quote(c, &sql, e->id, strlen(e->id));
-	buf_puts(&sql, " AND status = 'running' AND lease_owner = ");
-	rdb_quote(c, &sql, owner, strlen(owner));
-	buf_printf(&sql, " AND attempts = %u", e->attempt);
-	int r = eq(c, &sql, err) != 0 ? -1 : mysql_affected_rows(c) > 0 ? 1 : 0;
-	buf_free(&sql);
-	return r;
+	for (size_t i = 0; i < 3; i++)
+		a[n++] = guard[i];
+	if (ex(db, sql, a, n, NULL, 0, NULL, NULL, &res, err) != 0)
+		return -1;
+	return res.affected > 0 ? 1 : 0;
 }
 
 /* Execute e: open the pinned dataset and run stream_evaluate. */
@@ -235,7 +242,7 @@ static enum ev_err execute(const struct ejob *e, unsigned box_id, struct job_ctl
 	return rc;
 }
 
-int eval_job_try(MYSQL *c, const char *owner, unsigned box_id, struct job_ctl *ctl, struct buf *err)
+int eval_job_try(struct db *c, const char *owner, unsigned box_id, struct job_ctl *ctl, struct buf *err)
 {
 	struct ejob e;
 	if (reap(c, err) != 0)

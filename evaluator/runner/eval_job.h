@@ -4,11 +4,10 @@
 #ifndef AGENTTEST_RUNNER_EVAL_JOB_H
 #define AGENTTEST_RUNNER_EVAL_JOB_H
 
-#include <mysql.h>
-
 #include "buf.h"
 
 struct job_ctl;
+struct db;
 
 /*
  * Re-queue expired evaluation leases, claim the oldest queued evaluation
@@ -16,6 +15,6 @@ struct job_ctl;
  * cancellation handle), writing its outcome once. Returns 1 when one was
  * executed, 0 when the queue was empty, -1 on a database error (err).
  */
-int eval_job_try(MYSQL *c, const char *owner, unsigned box_id, struct job_ctl *ctl, struct buf *err);
+int eval_job_try(struct db *c, const char *owner, unsigned box_id, struct job_ctl *ctl, struct buf *err);
 
 #endif

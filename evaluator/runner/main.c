@@ -42,6 +42,8 @@
 
 #include <mysql.h>
 
+#include "db.h"
+
 #include "config.h"
 #include "log.h"
 #include "xalloc.h"
@@ -142,7 +144,7 @@ static void log_run(enum log_level lvl, const char *event, const char *run_id, c
  * r with the stored metrics and equity (bit for bit, runtime_s aside) and
  * write the JSON object into out.
  */
-static void build_verification(MYSQL *c, const struct rjob *j, const struct rresult *r, struct buf *out)
+static void build_verification(struct db *c, const struct rjob *j, const struct rresult *r, struct buf *out)
 {
 	struct buf mj = BUF_INIT, eq = BUF_INIT, diff = BUF_INIT, err = BUF_INIT;
 	struct metrics ref;
@@ -175,7 +177,7 @@ out:
 }
 
 /* Execute one claimed job and write its outcome. */
-static void slot_run(struct slot *s, MYSQL *c, struct rjob *j)
+static void slot_run(struct slot *s, struct db *c, struct rjob *j)
 {
 	struct rresult r;
 	struct buf art = BUF_INIT, err = BUF_INIT;
@@ -231,7 +233,7 @@ static void *slot_main(void *arg)
 {
 	struct slot *s = arg;
 	struct buf err = BUF_INIT;
-	MYSQL *c = NULL;
+	struct db *c = NULL;
 	mysql_thread_init();
 	for (;;) {
 		pthread_mutex_lock(&R.mu);
@@ -253,7 +255,7 @@ static void *slot_main(void *arg)
 			got = rdb_claim(c, R.owner, &j, &err);
 			if (got < 0) {
 				log_msg(LOG_LVL_ERROR, "claim_failed", "%s", buf_cstr(&err));
-				mysql_close(c);
+				db_free(c);
 				c = NULL;
 			}
 		}
@@ -284,7 +286,7 @@ static void *slot_main(void *arg)
 		pthread_mutex_unlock(&R.mu);
 	}
 	if (c)
-		mysql_close(c);
+		db_free(c);
 	buf_free(&err);
 	mysql_thread_end();
 	return NULL;
@@ -317,7 +319,7 @@ static void hand_back_all(void)
 }
 
 /* Periodic database work of the main thread; reconnects as needed. */
-static void housekeeping(MYSQL **c, long long t, long long *last_hb, long long *last_reap)
+static void housekeeping(struct db **c, long long t, long long *last_hb, long long *last_reap)
 {
 	struct buf err = BUF_INIT, ids = BUF_INIT;
 	if (!*c && !(*c = rdb_connect(R.db_url, &err)))
@@ -346,7 +348,7 @@ static void housekeeping(MYSQL **c, long long t, long long *last_hb, long long *
 	goto out;
 fail:
 	log_msg(LOG_LVL_ERROR, "housekeeping_failed", "%s", buf_cstr(&err));
-	mysql_close(*c);
+	db_free(*c);
 	*c = NULL;
 out:
 	if (err.len && !*c)
@@ -358,7 +360,7 @@ out:
 /* The main loop: signals, wake-ups, heartbeats, drain. Returns the exit status. */
 static int supervise(int sfd, int nfd, int poll_ms, int drain_s)
 {
-	MYSQL *c = NULL;
+	struct db *c = NULL;
 	long long last_hb = 0, last_reap = 0, last_poll = now_ms(), drain_until = 0;
 	bool handed_back = false;
 	for (;;) {
@@ -401,7 +403,7 @@ static int supervise(int sfd, int nfd, int poll_ms, int drain_s)
 		housekeeping(&c, t, &last_hb, &last_reap);
 	}
 	if (c)
-		mysql_close(c);
+		db_free(c);
 	return 0;
 }
 

@@ -14,8 +14,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <mysql.h>
-
 #include "buf.h"
 #include "evaluator/metrics.h"
 #include "sandbox/sandbox.h"
@@ -91,15 +89,16 @@ void rresult_fail(struct rresult *r, const char *code, const char *fmt, ...)
 
 /* ---- database (rdb.c) ---------------------------------------------------- */
 
-/* Open a connection from DATABASE_URL parts; NULL with a message on error. */
-MYSQL *rdb_connect(const char *url, struct buf *err);
+/* A connection (common/db.h, prepared statements only) for DATABASE_URL, connected; NULL with a message on error. */
+struct db;
+struct db *rdb_connect(const char *url, struct buf *err);
 
 /*
  * Claim the oldest queued run for `owner` (short transaction, FOR UPDATE SKIP
  * LOCKED) and load everything needed to execute it. Returns 1 with *j filled,
  * 0 when the queue is empty, -1 on a database error (message in err).
  */
-int rdb_claim(MYSQL *c, const char *owner, struct rjob *j, struct buf *err);
+int rdb_claim(struct db *c, const char *owner, struct rjob *j, struct buf *err);
 
 /*
  * Write the outcome in one transaction guarded by (id, lease_owner = owner,
@@ -108,36 +107,32 @@ int rdb_claim(MYSQL *c, const char *owner, struct rjob *j, struct buf *err);
  * original run. Returns 1 written, 0 the lease was lost (nothing written),
  * -1 on a database error.
  */
-int rdb_finish(MYSQL *c, const char *owner, const struct rjob *j, struct rresult *r,
+int rdb_finish(struct db *c, const char *owner, const struct rjob *j, struct rresult *r,
 	       const char *artifacts_dir, struct buf *err);
 
 /* Renew the leases of every running job of `owner`. -1 on error. */
-int rdb_heartbeat(MYSQL *c, const char *owner, struct buf *err);
+int rdb_heartbeat(struct db *c, const char *owner, struct buf *err);
 
 /*
  * Ids of running jobs of `owner` whose cancellation was requested, appended
  * NUL-separated to out; returns how many, or -1.
  */
-int rdb_cancel_requests(MYSQL *c, const char *owner, struct buf *out, struct buf *err);
+int rdb_cancel_requests(struct db *c, const char *owner, struct buf *out, struct buf *err);
 
 /*
  * Expired leases: re-queue each (attempts left) or fail it with runner_lost.
  * Returns the number of runs re-queued, or -1.
  */
-int rdb_reap(MYSQL *c, struct buf *err);
+int rdb_reap(struct db *c, struct buf *err);
 
 /* Give a running job back to the queue (SIGTERM hand-back), not counting the attempt. */
-int rdb_hand_back(MYSQL *c, const char *owner, const struct rjob *j, struct buf *err);
+int rdb_hand_back(struct db *c, const char *owner, const struct rjob *j, struct buf *err);
 
 /* Put a job back in the queue after an internal failure, counting the attempt. */
-int rdb_requeue(MYSQL *c, const char *owner, const struct rjob *j, struct buf *err);
+int rdb_requeue(struct db *c, const char *owner, const struct rjob *j, struct buf *err);
 
 /* Fetch the metrics JSON and equity bytes of `run_id` for a verification. 1 found, 0 not, -1 error. */
-int rdb_load_reference(MYSQL *c, const char *run_id, struct buf *metrics_json, struct buf *equity, struct buf *err);
-
-
-/* Append a quoted, escaped SQL string literal of n bytes to b. */
-void rdb_quote(MYSQL *c, struct buf *b, const char *s, size_t n);
+int rdb_load_reference(struct db *c, const char *run_id, struct buf *metrics_json, struct buf *equity, struct buf *err);
 
 /* ---- pure policy (policy.c) ------------------------------------------------ */
 
