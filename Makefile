@@ -21,6 +21,7 @@ PREFIX    ?= /usr/local
 DESTDIR   ?=
 SANITIZER ?=
 PYTHON    ?= /usr/bin/python3
+NPROC     := $(shell nproc 2>/dev/null || echo 2)
 
 VERSION := $(shell cat VERSION)
 COMMIT  := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
@@ -89,11 +90,11 @@ deps:
 
 # The whole stack in the foreground on the embedded defaults; Ctrl-C stops it.
 run: deps
-	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory -j$(NPROC) build
 	@scripts/stack.sh run
 
 start: deps
-	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory -j$(NPROC) build
 	@scripts/stack.sh start
 
 stop:
@@ -105,11 +106,11 @@ status:
 # Every test: unit (plain and sanitized), fuzz smoke, sandbox corpus,
 # end-to-end against the real stack, browser. Prints "N passed, N failed".
 test: deps
-	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory -j$(NPROC) build
 	@tests/run.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory -j$(NPROC) build
 	@tests/bench/run.sh
 
 fuzz: deps
