@@ -83,7 +83,7 @@ static int reap(struct db *db, struct buf *err)
 /* Claim the oldest queued evaluation. 1 claimed (e filled), 0 none, -1 error. */
 static int claim(struct db *db, const char *owner, struct ejob *e, struct buf *err)
 {
-	char id[64];
+	char id[64] = "";
 	struct db_col c[] = { DB_COL_TEXT(id), DB_COL_INT };
 	bool found = false;
 	int rc = -1;
@@ -112,7 +112,7 @@ static int claim(struct db *db, const char *owner, struct ejob *e, struct buf *e
 		buf_printf(err, "database: %s", db_error(db));
 		goto fail;
 	}
-	char ch[256], mode[64], path[4097], hash[256], days[64], hold[64];
+	char ch[256] = "", mode[64] = "", path[4097] = "", hash[256] = "", days[64] = "", hold[64] = "";
 	struct db_col d[] = { DB_COL_TEXT(ch), DB_COL_TEXT(mode), DB_COL_TEXT(path), DB_COL_TEXT(hash),
 			      { .type = DB_T_TEXT, .buf = xmalloc(STREAM_MAX_CODE + 1), .cap = STREAM_MAX_CODE + 1 },
 			      DB_COL_TEXT(days), DB_COL_TEXT(hold), DB_COL_INT };

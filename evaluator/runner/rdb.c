@@ -179,7 +179,7 @@ out:
 
 int rdb_claim(struct db *db, const char *owner, struct rjob *j, struct buf *err)
 {
-	char id[64];
+	char id[64] = "";
 	struct db_col c[] = { DB_COL_TEXT(id), DB_COL_INT, DB_COL_INT };
 	struct db_result res;
 	bool found = false;
@@ -298,7 +298,7 @@ int rdb_finish(struct db *db, const char *owner, const struct rjob *j, struct rr
 	       const char *artifacts_dir, struct buf *err)
 {
 	static const char *const names[] = { "completed", "failed", "cancelled" };
-	char now[32], runtime[32];
+	char now[32] = "", runtime[32];
 	struct db_col nc[] = { DB_COL_TEXT(now) };
 	struct db_result res = { 0 };
 	bool found = false;
@@ -382,7 +382,7 @@ static bool collect_id(void *ctx, const struct db_col *cols, size_t ncols)
 
 int rdb_cancel_requests(struct db *db, const char *owner, struct buf *out, struct buf *err)
 {
-	char id[64];
+	char id[64] = "";
 	struct db_col c[] = { DB_COL_TEXT(id) };
 	struct db_arg a[] = { DB_ARG_TEXT(owner) };
 	struct db_result res = { 0 };
@@ -420,7 +420,7 @@ static bool collect_expired(void *ctx, const struct db_col *c, size_t ncols)
 
 int rdb_reap(struct db *db, struct buf *err)
 {
-	char id[64];
+	char id[64] = "";
 	struct db_col c[] = { DB_COL_TEXT(id), DB_COL_INT, DB_COL_INT, DB_COL_INT };
 	struct expired_list l = { .n = 0 };
 	int requeued = 0;
