@@ -6,7 +6,7 @@
  *   acceptor thread ── owns the socket (AGENTTEST_CHECK_SOCKET, mode 0660)
  *     │  The socket belongs to whoever holds an exclusive flock on
  *     │  "<socket>.lock": the first runner of a host takes it; another one
- *     │  retries every second and takes over when the first is gone (even
+ *     │  retries every 100 ms and takes over when the first is gone (even
  *     │  after SIGKILL, the kernel drops the lock). accept4() → queue.
  *     │  A full queue (CHECK_QUEUE_MAX) is answered BUSY at once.
  *     ▼
@@ -16,15 +16,18 @@
  *        read the request (deadline 2 s after accept, sizes checked first)
  *        → a request that waited more than CHECK_WAIT_MS is answered BUSY
  *        → one confined strategy host, limits 2 s CPU, 3 s wall, 256 MiB,
- *          64 KiB output, box id CHECK_BOX_BASE + worker: READY, CHECK
+ *          1 MiB output (its answer lists every top-level name), box id CHECK_BOX_BASE + worker: READY, CHECK
  *          (0x05, the source), CHECKED (0x85), BYE
  *        → the host's answer is hostile input: parsed strictly, only known
  *          fields copied, strings cut, into the answer JSON.
  *
  * Checks never wait for the run slots and the slots never wait for checks:
  * the zygote pool is enlarged by the number of workers at start-up (before
- * the slots run), so each check and each run finds an idle pre-forked
- * interpreter and a check costs a fork plus `ast.parse`. A check killed by a
+ * the slots run; the extra zygotes warm up in the background from the first
+ * checks on, and a check-only runner pre-starts them), so each check and
+ * each run finds an idle pre-forked interpreter and a check costs a fork
+ * plus `ast.parse` (until then a check takes an idle run zygote or the
+ * one-shot helper). A check killed by a
  * limit (timeout, memory, output, a crash) after the code reached the host
  * is the code's fault and answered as {"ok":false,"error":"limit"}; a
  * sandbox that cannot start is answered FAILED (the API says 503).
@@ -33,6 +36,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,12 +61,14 @@
 #define CHECK_READ_MS       2000   /* the request must arrive this soon after accept */
 #define CHECK_WAIT_MS       1500   /* longer in the queue: answered BUSY */
 #define CHECK_WRITE_MS      1000
-#define CHECK_RETRY_MS      1000   /* acceptor: try to take the socket again */
+#define CHECK_RETRY_MS      100    /* acceptor: try to take the socket again (one flock) */
 #define CHECK_BOX_BASE      9000u
 #define CHECK_CPU_S         2.0
 #define CHECK_WALL_S        3.0
 #define CHECK_MEM_BYTES     (256u << 20)
-#define CHECK_OUT_BYTES     (64u << 10)
+#define CHECK_OUT_BYTES     (1u << 20)
+#define CHECK_HOST_META_MAX (512u << 10) /* the host lists every top-level name: 256 KiB of
+					    one-line defs make about 190 KiB */
 #define CHECK_MSG_MAX       400
 #define CHECK_MISSING_MAX   8
 #define CHECK_REQ_FRAME     0x05
@@ -95,6 +101,7 @@ struct check_service {
 	struct pending      queue[CHECK_QUEUE_MAX];
 	unsigned            qhead, qlen;
 	bool                stopping;
+	atomic_bool         ready;      /* the zygotes are pre-started: pings say so */
 };
 
 /* Monotonic milliseconds. */
@@ -267,7 +274,7 @@ static enum check_status run_check_once(uint32_t box, const char *code, size_t l
 		st = proto_send(&pc, CHECK_REQ_FRAME, NULL, 0, code, len);
 		*reached = st == PROTO_OK;
 		if (st == PROTO_OK)
-			st = proto_recv(&pc, &h, &meta, NULL, CHECK_ANSWER_MAX, 0);
+			st = proto_recv(&pc, &h, &meta, NULL, CHECK_HOST_META_MAX, 0);
 	}
 	if (st != PROTO_OK)
 		snprintf(err, errlen, "strategy host: %s", proto_status_str(st));
@@ -281,10 +288,11 @@ static enum check_status run_check_once(uint32_t box, const char *code, size_t l
 	if (st == PROTO_OK)
 		(void)proto_send(&pc, PROTO_BYE, NULL, 0, NULL, 0);
 	proto_conn_free(&pc);
-	if (rc != CHECK_ST_ANSWER)
-		sbx_kill(&run);
+	if (rc != CHECK_ST_ANSWER && st != PROTO_EOF)
+		sbx_kill(&run);   /* not after EOF: the verdict must say why the host ended */
 	sbx_finish(&run, &v);
-	if (rc != CHECK_ST_ANSWER && *reached &&
+	bool own_kill = v.status == SBX_SG && strcmp(v.message, "cancelled") == 0;
+	if (rc != CHECK_ST_ANSWER && *reached && (st == PROTO_EOF || st == PROTO_TIMEOUT) && !own_kill &&
 	    (v.status == SBX_TO || v.status == SBX_ML || v.status == SBX_OL || v.status == SBX_SG)) {
 		/* the code made the parser blow a limit: the submission's fault */
 		json_object *o = json_object_new_object();
@@ -342,7 +350,7 @@ static void serve(struct check_worker *w, struct pending p)
 		goto out;
 	code[len] = '\0';
 	if (op == CHECK_OP_PING) {
-		send_answer(p.fd, CHECK_ST_ANSWER, "{\"ready\":true}");
+		send_answer(p.fd, CHECK_ST_ANSWER, atomic_load(&w->svc->ready) ? "{\"ready\":true}" : "{\"ready\":false}");
 		goto out;
 	}
 	if (t0 - p.accepted_ms > CHECK_WAIT_MS) {
@@ -403,7 +411,7 @@ static void dir_of(const char *path, char *dir, size_t n)
 /*
  * Take the socket if no other runner holds it: flock "<path>.lock", replace
  * a leftover socket file, bind, 0660, listen. 0 ok, 1 held by another
- * process, -1 error (logged unless quiet: the acceptor retries every second).
+ * process, -1 error (logged unless quiet: the acceptor retries every 100 ms).
  */
 static int acquire(struct check_service *s, bool quiet)
 {
@@ -490,6 +498,8 @@ static void *acceptor_main(void *arg)
 			int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 			if (fd >= 0)
 				enqueue(s, fd);
+			else if (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS)
+				(void)poll(NULL, 0, 100);   /* out of descriptors: do not spin */
 		}
 	}
 	return NULL;
@@ -509,8 +519,11 @@ static unsigned concurrency(const struct config *cfg)
 	return (unsigned)n;
 }
 
-/* Enlarge the zygote pool by the check workers and pre-start it (before the slots run). */
-static void prestart_zygotes(unsigned run_slots, unsigned workers)
+/*
+ * Enlarge the zygote pool by the check workers; returns its new size. Called
+ * before any thread of ours exists (setenv must not race a getenv).
+ */
+static unsigned grow_zygote_pool(unsigned run_slots, unsigned workers)
 {
 	unsigned want = run_slots + workers;
 	if (want > ZYGOTES_MAX)
@@ -521,6 +534,12 @@ static void prestart_zygotes(unsigned run_slots, unsigned workers)
 		snprintf(n, sizeof n, "%u", want);
 		setenv("AGENTTEST_SANDBOX_ZYGOTES", n, 1);
 	}
+	return want;
+}
+
+/* Pre-start the zygote pool up to want helpers (before the slots run). */
+static void prestart_zygotes(unsigned want)
+{
 	char err[256] = "";
 	if (sbx_prestart(want, err, sizeof err) != 0)
 		log_msg(LOG_LVL_WARNING, "sandbox_prestart_failed", "%s (checks start helpers on demand)", err);
@@ -547,8 +566,7 @@ struct check_service *check_service_start(const struct config *cfg, unsigned run
 		goto fail;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
-	unsigned n = concurrency(cfg);
-	prestart_zygotes(run_slots, n);
+	unsigned n = concurrency(cfg), zygotes = grow_zygote_pool(run_slots, n);
 	for (unsigned i = 0; i < n; i++) {
 		s->workers[i] = (struct check_worker){ .svc = s, .index = i };
 		if (pthread_create(&s->workers[i].thread, NULL, worker_main, &s->workers[i]) != 0)
@@ -567,6 +585,14 @@ struct check_service *check_service_start(const struct config *cfg, unsigned run
 		pthread_cond_destroy(&s->cv);
 		goto fail;
 	}
+	/* The run slots' zygotes are pre-started already (main.c). The extra
+	 * ones for the checks warm up in the background from the first checks
+	 * on (the sandbox library starts one when none is idle), so the slots
+	 * do not wait for them; a check-only runner has no others and waits.
+	 * Pings say ready only after that. */
+	if (run_slots == 0)
+		prestart_zygotes(zygotes);
+	atomic_store(&s->ready, true);
 	return s;
 fail:
 	if (s->stop_pipe[0] >= 0) {

@@ -81,12 +81,16 @@ int check_socket_path(const char *configured, const char *notify_dir, char *out,
 struct check_service;
 
 /*
- * Start the service: make sure the zygote pool has room for the checks on
+ * Start the service: the worker threads and the acceptor, which takes the
+ * socket as soon as it can (a second runner on the same host waits for the
+ * first to go); then make sure the zygote pool has room for the checks on
  * top of the `run_slots` runs (AGENTTEST_CHECK_CONCURRENCY more zygotes,
- * pre-started now, before the slots run), start the worker threads and the
- * acceptor, which takes the socket as soon as it can (a second runner on the
- * same host waits for the first to go). Returns NULL only when the service
- * is disabled (AGENTTEST_CHECK_SOCKET=off) or cannot be set up (logged).
+ * warmed up from the first checks on; pre-started now when run_slots is 0)
+ * and only then answer pings with {"ready":true} ({"ready":false} before).
+ * Call it after the run slots' zygotes are pre-started and before the
+ * slots run. Returns NULL only when the
+ * service is disabled (AGENTTEST_CHECK_SOCKET=off) or cannot be set up
+ * (logged).
  */
 struct check_service *check_service_start(const struct config *cfg, unsigned run_slots);
 

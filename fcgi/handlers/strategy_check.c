@@ -10,8 +10,10 @@
  * header and the source go out, a header and a JSON verdict come back, all
  * within CHECK_DEADLINE_S. The answer is checked like any peer input:
  * header first (magic, version, status, length cap), then strict JSON, and
- * only known fields are used. No runner listening, a busy or failing
- * checker and a missed deadline answer 503 `unavailable`.
+ * only known fields are used. No runner listening (after retrying for
+ * CHECK_CONNECT_MS, which covers a restart or another runner taking the
+ * socket over), a busy or failing checker and a missed deadline answer 503
+ * `unavailable`.
  */
 #include <errno.h>
 #include <poll.h>
@@ -31,6 +33,7 @@
 #include "fcgi/handlers/runs_view.h"
 
 #define CHECK_DEADLINE_MS 5000
+#define CHECK_CONNECT_MS  1000   /* keep trying to connect this long: a runner taking over */
 
 /* Monotonic milliseconds. */
 static long long mono_ms(void)
@@ -91,15 +94,24 @@ static enum ask ask_checker(const char *path, const char *code, size_t len, json
 		return ASK_FAILED;
 	}
 	memcpy(sa.sun_path, path, strlen(path) + 1);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0) {
-		snprintf(err, errlen, "socket: %s", strerror(errno));
-		return ASK_FAILED;
-	}
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-		snprintf(err, errlen, "connect %s: %s", path, strerror(errno));
-		rc = errno == EAGAIN ? ASK_BUSY : ASK_DOWN;   /* EAGAIN: its backlog is full */
-		goto out;
+	int fd = -1;
+	for (long long give_up = mono_ms() + CHECK_CONNECT_MS;;) {
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd < 0) {
+			snprintf(err, errlen, "socket: %s", strerror(errno));
+			return ASK_FAILED;
+		}
+		if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+			break;
+		int e = errno;
+		snprintf(err, errlen, "connect %s: %s", path, strerror(e));
+		rc = e == EAGAIN ? ASK_BUSY : ASK_DOWN;   /* EAGAIN: its backlog is full */
+		if ((e != ENOENT && e != ECONNREFUSED) || mono_ms() >= give_up)
+			goto out;
+		close(fd);
+		fd = -1;
+		struct timespec nap = { 0, 50 * 1000 * 1000 };
+		nanosleep(&nap, NULL);
 	}
 	check_hdr_encode(hdr, CHECK_REQUEST, CHECK_OP_STRATEGY, (uint32_t)len);
 	/* a checker that answers BUSY without reading closes early: read its answer anyway */

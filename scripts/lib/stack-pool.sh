@@ -121,11 +121,12 @@ runner_ready() {
 }
 
 # check_ping SOCKET: succeed when the check service on SOCKET answers a ping
-# (a 12-byte request header "ATCQ", version 1, op 0, length 0; the answer's
-# header starts "ATCA", version 1, status 0; docs/runner.md).
+# with {"ready":true} (its zygotes are up): a 12-byte request header "ATCQ",
+# version 1, op 0, length 0; the answer's header starts "ATCA", version 1,
+# status 0 and gives the body length (little-endian, bytes 8-11).
 check_ping() {
   "$PYTHON" - "$1" >/dev/null 2>&1 <<'PY'
-import socket, sys
+import json, socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.settimeout(2)
 s.connect(sys.argv[1])
@@ -136,7 +137,16 @@ while len(h) < 12:
     if not c:
         sys.exit(1)
     h += c
-sys.exit(0 if h[:6] == b"ATCA\x01\x00" else 1)
+n = int.from_bytes(h[8:12], "little")
+if h[:6] != b"ATCA\x01\x00" or n > 16384:
+    sys.exit(1)
+b = b""
+while len(b) < n:
+    c = s.recv(n - len(b))
+    if not c:
+        sys.exit(1)
+    b += c
+sys.exit(0 if json.loads(b).get("ready") is True else 1)
 PY
 }
 
