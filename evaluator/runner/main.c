@@ -176,7 +176,39 @@ out:
 	buf_free(&err);
 }
 
-/* Execute one claimed job and write its outcome. */
+/*
+ * A slot counts as busy from just before it claims until its claim came back
+ * empty or its job is written: the drain then waits for a claim in flight and
+ * hand_back_all() reaches a job claimed a moment before SIGTERM. The stop
+ * check and the busy mark happen under R.mu, the lock under which the main
+ * thread sets R.stopping, so a slot either is counted before the drain
+ * starts or sees the stop and claims nothing. Returns false when stopping.
+ */
+static bool slot_enter(struct slot *s, unsigned long *seen)
+{
+	pthread_mutex_lock(&R.mu);
+	bool go = !R.stopping;
+	*seen = R.gen;
+	if (go) {
+		s->busy = true;
+		atomic_fetch_add(&R.busy, 1);
+	}
+	pthread_mutex_unlock(&R.mu);
+	return go;
+}
+
+/* The slot is idle again (claim empty, or its job written). */
+static void slot_leave(struct slot *s)
+{
+	pthread_mutex_lock(&R.mu);
+	s->run_id[0] = '\0';
+	s->busy = false;
+	atomic_fetch_sub(&R.busy, 1);
+	pthread_mutex_unlock(&R.mu);
+	job_ctl_reset(s->ctl);
+}
+
+/* Execute one claimed job and write its outcome; the slot is busy (slot_enter). */
 static void slot_run(struct slot *s, struct db *c, struct rjob *j)
 {
 	struct rresult r;
@@ -185,9 +217,7 @@ static void slot_run(struct slot *s, struct db *c, struct rjob *j)
 	rresult_init(&r);
 	pthread_mutex_lock(&R.mu);
 	snprintf(s->run_id, sizeof s->run_id, "%s", j->id);
-	s->busy = true;
 	pthread_mutex_unlock(&R.mu);
-	atomic_fetch_add(&R.busy, 1);
 
 	struct job_env env = R.env;
 	env.box_id = s->index + 1;
@@ -217,12 +247,6 @@ static void slot_run(struct slot *s, struct db *c, struct rjob *j)
 			log_run(LOG_LVL_DEBUG, "run_done", j->id, r.error_code[0] ? r.error_code : "completed");
 		}
 	}
-	atomic_fetch_sub(&R.busy, 1);
-	pthread_mutex_lock(&R.mu);
-	s->run_id[0] = '\0';
-	s->busy = false;
-	pthread_mutex_unlock(&R.mu);
-	job_ctl_reset(s->ctl);
 	rresult_free(&r);
 	buf_free(&art);
 	buf_free(&err);
@@ -236,11 +260,8 @@ static void *slot_main(void *arg)
 	struct db *c = NULL;
 	mysql_thread_init();
 	for (;;) {
-		pthread_mutex_lock(&R.mu);
-		unsigned long seen = R.gen;
-		bool stop = R.stopping;
-		pthread_mutex_unlock(&R.mu);
-		if (stop)
+		unsigned long seen;
+		if (!slot_enter(s, &seen))
 			break;
 		int got = 0;
 		struct rjob j;
@@ -262,24 +283,20 @@ static void *slot_main(void *arg)
 		if (got > 0) {
 			slot_run(s, c, &j);
 			rjob_free(&j);
+			slot_leave(s);
 			continue;
 		}
 		if (c && got == 0) { /* no run queued: a challenge evaluation (eval_job.c) */
 			buf_reset(&err);
-			pthread_mutex_lock(&R.mu);
-			s->busy = true;   /* drain waits for it, hand-back reaches it */
-			pthread_mutex_unlock(&R.mu);
-			atomic_fetch_add(&R.busy, 1);
 			int ev = eval_job_try(c, R.owner, s->index + 1, s->ctl, &err);
-			atomic_fetch_sub(&R.busy, 1);
-			pthread_mutex_lock(&R.mu);
-			s->busy = false;
-			pthread_mutex_unlock(&R.mu);
-			if (ev > 0)
+			if (ev > 0) {
+				slot_leave(s);
 				continue;
+			}
 			if (ev < 0)
 				log_msg(LOG_LVL_ERROR, "evaluation_claim_failed", "%s", buf_cstr(&err));
 		}
+		slot_leave(s);
 		pthread_mutex_lock(&R.mu);
 		while (R.gen == seen && !R.stopping)
 			pthread_cond_wait(&R.cv, &R.mu);
