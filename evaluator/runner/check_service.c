@@ -73,7 +73,7 @@
 #define CHECK_MISSING_MAX   8
 #define CHECK_REQ_FRAME     0x05
 #define CHECK_ANS_FRAME     0x85
-#define ZYGOTES_MAX         16     /* the sandbox library's pool limit */
+
 
 struct pending {
 	int       fd;
@@ -526,8 +526,8 @@ static unsigned concurrency(const struct config *cfg)
 static unsigned grow_zygote_pool(unsigned run_slots, unsigned workers)
 {
 	unsigned want = run_slots + workers;
-	if (want > ZYGOTES_MAX)
-		want = ZYGOTES_MAX;
+	if (want > SBX_ZYGOTES_MAX)
+		want = SBX_ZYGOTES_MAX;
 	const char *zs = getenv("AGENTTEST_SANDBOX_ZYGOTES");
 	if (!zs || atol(zs) < (long)want) {
 		char n[16];
