@@ -36,9 +36,9 @@ test('without a token a page shows the sign-in prompt, not a broken page', { ski
     await open(page, '#/runs');
     const dlg = page.getByRole('dialog', { name: 'Sign in' });
     await dlg.waitFor();
-    assert.ok(await dlg.getByLabel('API token').isVisible());
+    await dlg.getByLabel('API token').waitFor();
     // the page behind says what is needed and offers the prompt again
-    assert.ok(await page.getByRole('heading', { name: 'Sign-in needed' }).isVisible());
+    await page.getByRole('heading', { name: 'Sign-in needed' }).waitFor();
     const v = await axe(page);
     assert.equal(v.length, 0, formatViolations(v));
     await shot(page, 'signin-prompt');
@@ -108,7 +108,9 @@ test('sign out drops the cookie and returns to the token prompt', { skip: !TOKEN
     await out.click();
     const dlg = page.getByRole('dialog', { name: 'Sign in' });
     await dlg.waitFor();
-    assert.ok(await dlg.getByLabel('API token').isVisible());
+    // waitFor (visible) rather than isVisible(): the prompt renders its field
+    // a moment after the dialog itself, and isVisible() does not wait
+    await dlg.getByLabel('API token').waitFor();
     assert.equal((await browser.context.cookies(BASE)).filter((c) => c.name === 'mantis_token').length, 0,
       'the API expired the HttpOnly cookie');
     assert.equal(await page.getByRole('button', { name: 'Sign out' }).count(), 0, 'no sign-out control when signed out');
@@ -116,7 +118,7 @@ test('sign out drops the cookie and returns to the token prompt', { skip: !TOKEN
     await dlg.getByRole('button', { name: 'Cancel' }).click();
     await page.reload();
     await page.getByRole('dialog', { name: 'Sign in' }).waitFor();
-    assert.ok(await page.getByRole('heading', { name: 'Sign-in needed' }).isVisible());
+    await page.getByRole('heading', { name: 'Sign-in needed' }).waitFor();
     const v = await axe(page);
     assert.equal(v.length, 0, formatViolations(v));
     await shot(page, 'signed-out');
