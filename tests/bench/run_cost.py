@@ -1,0 +1,234 @@
+"""Client of tests/bench/run_cost.sh (issue 19): per-run CPU, runs/s with
+several clients, wait and submit latency, and the same client against the
+original agenttest when one is running.
+
+usage: run_cost.py BASE RUN_DIR N_SEQ DURATION AUDIT CLIENTS [ORIG_BASE]
+
+RUN_DIR is the stack's pid directory ($AGENTTEST_VAR/run): the CPU of a
+measurement is the growth of utime+stime+cutime+cstime summed over every
+live process whose session is one the stack started (the runner with its
+sandbox helpers, zygotes and the runs they reaped; the pool; nginx;
+MariaDB), read from /proc before and after.
+"""
+import http.client
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+import urllib.parse
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def stack_sessions(run_dir):
+    """Session ids of the processes the stack recorded (each runs in its own session)."""
+    out = set()
+    for f in os.listdir(run_dir):
+        if not f.endswith(".pid"):
+            continue
+        try:
+            pid = int(open(os.path.join(run_dir, f)).readline())
+            out.add(int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[3]))
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
+def cpu_of(sessions):
+    """(user, system) seconds of every live process of these sessions, reaped children included."""
+    user = system = 0
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            f = open("/proc/%s/stat" % d).read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(f[3]) in sessions:
+            user += int(f[11]) + int(f[13])
+            system += int(f[12]) + int(f[14])
+    return user / TICK, system / TICK
+
+
+class Client:
+    """One keep-alive HTTP connection."""
+
+    def __init__(self, base):
+        u = urllib.parse.urlsplit(base)
+        self.host, self.port = u.hostname, u.port
+        self.conn = http.client.HTTPConnection(self.host, self.port, timeout=120)
+
+    def call(self, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        for _ in range(50):
+            try:
+                self.conn.request(method, path, body=data,
+                                  headers={"Content-Type": "application/json"} if data else {})
+                r = self.conn.getresponse()
+                raw = r.read()
+            except (http.client.HTTPException, OSError):
+                self.conn.close()
+                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=120)
+                continue
+            if r.status in (429, 503):
+                time.sleep(0.05)
+                continue
+            return r.status, json.loads(raw) if raw else None
+        raise RuntimeError("%s %s: still %d" % (method, path, r.status))
+
+
+BH = "def simulate(prices, params):\n    p0 = prices[0]\n    return [p / p0 for p in prices]\n"
+
+
+def variant(i):
+    """Buy-and-hold code that differs from every other variant (a new code hash)."""
+    return BH + "# variant %d %f\n" % (i, time.time())
+
+
+class Target:
+    """How to submit and run against ours or the original."""
+
+    def __init__(self, base, ours, audit):
+        self.base, self.ours, self.audit = base, ours, audit
+
+    def submit(self, c, code, name):
+        st, r = c.call("POST", "/strategies/submit", {"code": code, "name": name})
+        assert st in (200, 201), (st, r)
+        return r["strategy_version_id"]
+
+    def run(self, c, vid, dsv="v1"):
+        if self.ours:
+            st, r = c.call("POST", "/runs", {"strategy_version_id": vid, "dataset_version": dsv,
+                                              "audit": self.audit, "wait": 60})
+            assert st == 200 and r["status"] == "completed", (st, r)
+        else:
+            st, r = c.call("POST", "/runs", {"strategy_version_id": vid})
+            assert st in (200, 201) and r.get("status", "completed") in ("completed", "succeeded"), (st, r)
+        return r
+
+
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * (len(xs) - 1) + 0.5))]
+
+
+def rate(t, n_clients, duration, submit):
+    """Runs/s of n_clients looping for duration s (each: [submit new code,] run)."""
+    vid = t.submit(Client(t.base), BH, "cost-bh")
+    counts = [0] * n_clients
+    stop = time.perf_counter() + duration
+    errors = []
+
+    def loop(k):
+        c = Client(t.base)
+        i = 0
+        try:
+            while time.perf_counter() < stop:
+                v = t.submit(c, variant(k * 1000000 + i), "cost-v") if submit else vid
+                t.run(c, v)
+                counts[k] += 1
+                i += 1
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(repr(exc))
+
+    th = [threading.Thread(target=loop, args=(k,)) for k in range(n_clients)]
+    t0 = time.perf_counter()
+    for x in th:
+        x.start()
+    for x in th:
+        x.join()
+    if errors:
+        raise RuntimeError(errors[0])
+    return sum(counts) / (time.perf_counter() - t0)
+
+
+def latencies(t, n):
+    """(wait p50, p90, new submit p50, p90, known submit p50, p90) in ms, one client."""
+    c = Client(t.base)
+    vid = t.submit(c, BH, "cost-bh")
+    for _ in range(3):
+        t.run(c, vid)
+    run, new, known = [], [], []
+    for i in range(n):
+        t0 = time.perf_counter()
+        t.run(c, vid)
+        run.append((time.perf_counter() - t0) * 1000)
+        code = variant(900000000 + i)
+        t0 = time.perf_counter()
+        t.submit(c, code, "cost-lat")
+        new.append((time.perf_counter() - t0) * 1000)
+        t0 = time.perf_counter()
+        t.submit(c, code, "cost-lat")
+        known.append((time.perf_counter() - t0) * 1000)
+    return [f(x) for x in (run, new, known) for f in (statistics.median, lambda v: pct(v, 0.9))]
+
+
+def loadavg():
+    return open("/proc/loadavg").read().split()[0]
+
+
+def main():
+    base, run_dir, n_seq, duration, audit, clients = sys.argv[1:7]
+    orig = sys.argv[7] if len(sys.argv) > 7 else ""
+    n_seq, duration, audit = int(n_seq), float(duration), audit == "1"
+    clients = [int(x) for x in clients.split()]
+    ours = Target(base, True, audit)
+    sessions = stack_sessions(run_dir)
+
+    print("\n1. per-run cost, %d sequential buy-and-hold runs, 1 client (CPU: whole stack)" % n_seq)
+    print("%-14s %10s %10s %10s %10s   %s" % ("dataset", "user ms", "sys ms", "cpu ms", "wall ms", "load"))
+    c = Client(base)
+    vid = ours.submit(c, BH, "cost-bh")
+    for dsv, label in (("v1", "5 bars"), ("synth-v1", "10,080 bars")):
+        for _ in range(3):   # warm the zygotes and the dataset cache
+            ours.run(c, vid, dsv)
+        u0, s0 = cpu_of(sessions)
+        t0 = time.perf_counter()
+        for _ in range(n_seq):
+            ours.run(c, vid, dsv)
+        wall = (time.perf_counter() - t0) / n_seq * 1000
+        u1, s1 = cpu_of(sessions)
+        u, s = (u1 - u0) / n_seq * 1000, (s1 - s0) / n_seq * 1000
+        print("%-14s %10.1f %10.1f %10.1f %10.1f   %s" % (label, u, s, u + s, wall, loadavg()))
+
+    targets = [("ours", ours)]
+    if orig:
+        targets.append(("original", Target(orig, False, False)))
+    res = {}
+    for name, t in targets:
+        res[name] = {}
+        for submit in (False, True):
+            for n in clients:
+                res[name][(submit, n)] = rate(t, n, duration, submit)
+        res[name]["lat"] = latencies(t, max(20, n_seq // 2))
+
+    print("\n2. runs/s, 5 bars, %.0f s per figure (load now %s)" % (duration, loadavg()))
+    head = "%-30s" % "clients / loop" + "".join("%12s" % n for n, _ in targets)
+    if orig:
+        head += "%12s" % "ratio"
+    print(head)
+    for submit in (False, True):
+        for n in clients:
+            row = "%-30s" % ("%d, %s" % (n, "submit + run" if submit else "repeat one version"))
+            row += "".join("%12.1f" % res[name][(submit, n)] for name, _ in targets)
+            if orig:
+                row += "%12.2f" % (res["ours"][(submit, n)] / res["original"][(submit, n)])
+            print(row)
+
+    print("\n3. latency, 1 client, ms (p50 / p90) (load now %s)" % loadavg())
+    labels = ("POST /runs -> result (wait)", "submit, new code", "submit, known code")
+    for i, lab in enumerate(labels):
+        row = "%-30s" % lab
+        for name, _ in targets:
+            row += "%8.1f / %-6.1f" % (res[name]["lat"][2 * i], res[name]["lat"][2 * i + 1])
+        if orig:
+            row += "  ratio %.2f" % (res["original"]["lat"][2 * i] / res["ours"]["lat"][2 * i])
+        print(row)
+    print("\nratios: ours/original for runs/s, original/ours for latency (> 1: ours is better)"
+          if orig else "\n(no original agenttest on this machine: no ratios)")
+
+
+if __name__ == "__main__":
+    main()
