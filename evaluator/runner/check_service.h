@@ -40,6 +40,16 @@
 #define CHECK_ANSWER_MAX     (16u * 1024u)
 #define CHECK_SOCKET_NAME    "check.sock"
 #define CHECK_SOCKET_DEFAULT "/run/agenttest-check/check.sock"
+/*
+ * The version of the check itself (sandbox/host/agenttest_host/check.py
+ * and the Python that parses with it): the API caches verdicts under
+ * (code_hash, CHECK_CHECKER_VERSION) in the code_checks table. Bump it with
+ * every change of check.py (and of the host's Python minor version);
+ * CHECK_CHECKER_SHA256 is check.py's SHA-256, which a unit test compares
+ * with the file so that a change cannot forget the bump.
+ */
+#define CHECK_CHECKER_VERSION "check-1/py3.11"
+#define CHECK_CHECKER_SHA256  "0beb5b3de2b3fe8747a2f08b76cafcf70e9ab982654cf1cf30aa4d04600ccf4d"
 
 enum check_magic { CHECK_REQUEST, CHECK_ANSWER };
 

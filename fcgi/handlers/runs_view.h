@@ -88,9 +88,11 @@ bool st_register_path(struct fcgi_ctx *c, const char *path, long long uid, long 
  * (never importing or running it) and reports its kind ("simulate",
  * "positions" or "signal") into kind[16]. On a syntax error or a missing
  * entry point replies 400 (with line and column for syntax errors) and
- * returns false; other failures reply 500/503 and return false.
+ * returns false; other failures reply 500/503 and return false. hash is
+ * the code's code_hash: verdicts are cached under it (code_checks), so a
+ * known code costs one SELECT instead of a sandbox.
  */
-bool st_check_code(struct fcgi_ctx *c, const char *code, size_t len, char kind[16]);
+bool st_check_code(struct fcgi_ctx *c, const char *code, size_t len, const char *hash, char kind[16]);
 
 /* SQL expression formatting a DATETIME(6) column as RFC 3339 UTC. */
 #define RV_TS(col) "DATE_FORMAT(" col ", '%Y-%m-%dT%H:%i:%s.%fZ')"

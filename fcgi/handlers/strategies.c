@@ -139,10 +139,10 @@ static bool st_accept(struct fcgi_ctx *c, struct st_new *n, char kind[16], long 
 		      bool *created)
 {
 	const char *dir = fcgi_config(c, "STRATEGIES_DIR");
-	if (!st_check_code(c, n->code, n->code_len, kind))
+	hash_code(n->code, n->code_len, n->hash);
+	if (!st_check_code(c, n->code, n->code_len, n->hash, kind))
 		return false;
 	n->kind = kind;
-	hash_code(n->code, n->code_len, n->hash);
 	if (store_copy(dir && *dir ? dir : "strategies", n->hash, n->code, n->code_len) != 0) {
 		fcgi_reply_error(c, 500, "internal", "cannot store the strategy file: %s", strerror(errno));
 		return false;

@@ -14,6 +14,14 @@
  * CHECK_CONNECT_MS, which covers a restart or another runner taking the
  * socket over), a busy or failing checker and a missed deadline answer 503
  * `unavailable`.
+ *
+ * Verdict cache: a check is a function of the code and of the checker, so
+ * every verdict that depends on nothing else (accepted kind; syntax,
+ * contract or encoding error) is kept in the code_checks table under
+ * (code_hash, CHECK_CHECKER_VERSION) and a later submission of the same
+ * bytes is answered from it, with no runner and no sandbox. A verdict read
+ * back is parsed and used exactly like a fresh answer; a failing cache read
+ * falls back to asking the checker.
  */
 #include <errno.h>
 #include <poll.h>
@@ -27,6 +35,7 @@
 
 #include <json-c/json.h>
 
+#include "common/db.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "evaluator/runner/check_service.h"
@@ -34,6 +43,7 @@
 
 #define CHECK_DEADLINE_MS 5000
 #define CHECK_CONNECT_MS  1000   /* keep trying to connect this long: a runner taking over */
+#define CHECK_VERDICT_MAX 2048   /* = code_checks.verdict (sql/012_code_checks.sql) */
 
 /* Monotonic milliseconds. */
 static long long mono_ms(void)
@@ -191,35 +201,127 @@ static void reply_syntax(struct fcgi_ctx *c, json_object *a)
 	fcgi_reply_json(c, 400, o);
 }
 
-bool st_check_code(struct fcgi_ctx *c, const char *code, size_t len, char kind[16])
+/*
+ * Whether a checker's answer is a function of the code alone (so it may be
+ * cached): an accepted kind, or a syntax, contract or encoding error. A
+ * check stopped by a limit depends on the load and is never cached.
+ */
+static bool cacheable(json_object *a)
+{
+	json_object *okv;
+	if (json_object_object_get_ex(a, "ok", &okv) && json_object_get_boolean(okv))
+		return true;
+	const char *what = field(a, "error", "");
+	return strcmp(what, "syntax") == 0 || strcmp(what, "contract") == 0 || strcmp(what, "encoding") == 0;
+}
+
+/*
+ * The reduced verdict the API acts on, as JSON text in out (NUL-ended):
+ * ok and kind, or error, message (cut to 400 bytes), line and column.
+ * false if it does not fit (then nothing is cached).
+ */
+static bool reduce(json_object *a, char *out, size_t cap)
+{
+	json_object *r = json_object_new_object(), *okv;
+	bool ok = json_object_object_get_ex(a, "ok", &okv) && json_object_get_boolean(okv);
+	char msg[401];
+	json_object_object_add(r, "ok", json_object_new_boolean(ok));
+	if (ok) {
+		json_object_object_add(r, "kind", json_object_new_string(field(a, "kind", "")));
+	} else {
+		snprintf(msg, sizeof msg, "%s", field(a, "message", ""));
+		json_object_object_add(r, "error", json_object_new_string(field(a, "error", "")));
+		json_object_object_add(r, "message", json_object_new_string(msg));
+		json_object_object_add(r, "line", json_object_new_int64(ifield(a, "line")));
+		json_object_object_add(r, "column", json_object_new_int64(ifield(a, "column")));
+	}
+	const char *t = json_object_to_json_string_ext(r, JSON_C_TO_STRING_PLAIN);
+	bool fits = strlen(t) < cap;
+	if (fits)
+		memcpy(out, t, strlen(t) + 1);
+	json_object_put(r);
+	return fits;
+}
+
+/* Row callback: copy the one verdict column. */
+static bool cache_row(void *ctx, const struct db_col *cols, size_t ncols)
+{
+	(void)ncols;
+	json_object **out = ctx;
+	json_object *o = json_tokener_parse(cols[0].buf);
+	if (o && json_object_is_type(o, json_type_object))
+		*out = o;
+	else
+		json_object_put(o);
+	return false;
+}
+
+/* The cached verdict for hash under this checker, or NULL (none, or the DB failed: then ask). */
+static json_object *cache_get(struct fcgi_ctx *c, const char *hash)
+{
+	char verdict[CHECK_VERDICT_MAX];
+	struct db_arg args[] = { DB_ARG_TEXT(hash), DB_ARG_TEXT(CHECK_CHECKER_VERSION) };
+	struct db_col cols[] = { DB_COL_TEXT(verdict) };
+	json_object *o = NULL;
+	enum db_status st = db_exec(fcgi_db(c), "SELECT verdict FROM code_checks WHERE code_hash = ? AND checker = ?",
+				    args, 2, cols, 1, cache_row, &o, NULL, DB_IDEMPOTENT);
+	if (st != DB_OK)
+		log_msg(LOG_LVL_WARNING, "check_cache_read", "%s", db_strerror(st));
+	return o;
+}
+
+/* Store a cacheable answer; a failure only costs a later check. */
+static void cache_put(struct fcgi_ctx *c, const char *hash, json_object *a)
+{
+	char verdict[CHECK_VERDICT_MAX];
+	if (!cacheable(a) || !reduce(a, verdict, sizeof verdict))
+		return;
+	struct db_arg args[] = { DB_ARG_TEXT(hash), DB_ARG_TEXT(CHECK_CHECKER_VERSION), DB_ARG_TEXT(verdict) };
+	enum db_status st = db_exec(fcgi_db(c), "INSERT IGNORE INTO code_checks (code_hash, checker, verdict) VALUES (?, ?, ?)",
+				    args, 3, NULL, 0, NULL, NULL, NULL, DB_IDEMPOTENT);
+	if (st != DB_OK)
+		log_msg(LOG_LVL_WARNING, "check_cache_write", "%s", db_strerror(st));
+}
+
+/* Ask the checker; on an answer, cache it and return it, else reply 503 and return NULL. */
+static json_object *ask(struct fcgi_ctx *c, const char *code, size_t len, const char *hash)
 {
 	char err[512] = "", path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	json_object *a = NULL;
-	bool ok = false;
 	if (check_socket_path(fcgi_config(c, "AGENTTEST_CHECK_SOCKET"), fcgi_config(c, "RUNNER_NOTIFY_DIR"), path,
 			      sizeof path) != 0) {
 		log_msg(LOG_LVL_ERROR, "check_socket_invalid", "AGENTTEST_CHECK_SOCKET is not an absolute socket path");
 		fcgi_reply_error(c, 503, "unavailable", "the code checker is not configured on this server");
-		return false;
+		return NULL;
 	}
 	switch (ask_checker(path, code, len, &a, err, sizeof err)) {
 	case ASK_ANSWER:
-		break;
+		cache_put(c, hash, a);
+		return a;
 	case ASK_DOWN:
 		log_msg(LOG_LVL_WARNING, "checker_unavailable", "%s", err);
 		fcgi_add_header(c, "Retry-After", "5");
 		fcgi_reply_error(c, 503, "unavailable",
 				 "the code checker (agenttest-runner) is not running on this server; try again later");
-		return false;
+		return NULL;
 	case ASK_BUSY:
 		fcgi_add_header(c, "Retry-After", "1");
 		fcgi_reply_error(c, 503, "unavailable", "the code checker is busy; try again shortly");
-		return false;
+		return NULL;
 	case ASK_FAILED:
-		log_msg(LOG_LVL_ERROR, "check_failed", "%s", err);
-		fcgi_reply_error(c, 503, "unavailable", "the code check could not run: %s", err);
-		return false;
+		break;
 	}
+	log_msg(LOG_LVL_ERROR, "check_failed", "%s", err);
+	fcgi_reply_error(c, 503, "unavailable", "the code check could not run: %s", err);
+	return NULL;
+}
+
+bool st_check_code(struct fcgi_ctx *c, const char *code, size_t len, const char *hash, char kind[16])
+{
+	json_object *a = cache_get(c, hash);
+	bool ok = false;
+	if (!a && !(a = ask(c, code, len, hash)))
+		return false;
 	json_object *okv;
 	const char *what = field(a, "error", "");
 	if (json_object_object_get_ex(a, "ok", &okv) && json_object_get_boolean(okv)) {

@@ -150,6 +150,8 @@ def test_first_submit_right_after_start_is_checked(stack_factory):
 
 def test_runner_stopped_answers_503_then_restart_serves(cstack, capi):
     assert capi.submit(VALID + "# before\n", "before")["kind"] == "simulate"
+    bad = "def simulate(prices, params):\n    return [\n# before, bad\n"
+    first = assert_error(capi.post("/strategies/submit", {"code": bad, "name": "before-bad"}), 400, "invalid_field")
     pid = cstack.pid("runner")
     os.kill(pid, signal.SIGTERM)
     wait_pid_gone(pid)
@@ -161,6 +163,13 @@ def test_runner_stopped_answers_503_then_restart_serves(cstack, capi):
     assert "not running" in body["error"]
     assert r.header("Retry-After")
     assert cstack.get("/health").status == 200  # the pool itself is fine
+
+    # code checked before is answered from the verdict cache (code_checks), with no checker:
+    # the same kind, and the same syntax error with its line and column
+    again = capi.submit(VALID + "# before\n", "before-again")
+    assert again["kind"] == "simulate" and again["created"] is True
+    body = assert_error(capi.post("/strategies/submit", {"code": bad, "name": "before-bad"}), 400, "invalid_field")
+    assert (body["line"], body["column"], body["error"]) == (first["line"], first["column"], first["error"])
 
     # a restarted runner serves again
     p = start_runner(cstack, "runner-restarted")

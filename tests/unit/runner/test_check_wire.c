@@ -2,17 +2,22 @@
  * Unit tests of the check service's wire header and socket path rule
  * (evaluator/runner/check_wire.c), the part the pool and the runner share:
  * the byte layout, a round trip, every field a receiver must refuse, the
- * length limit at its edge, and the path defaults and refusals.
+ * length limit at its edge, and the path defaults and refusals; and that
+ * CHECK_CHECKER_VERSION, under which the API caches verdicts, was bumped
+ * with the last change of the host's check.py (its pinned SHA-256).
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "common/readfile.h"
+#include "evaluator/hashes.h"
 #include "evaluator/runner/check_service.h"
 
 static void test_layout_is_fixed(void **state)
@@ -92,6 +97,21 @@ static void test_socket_path_rule(void **state)
 	assert_string_equal(small, "");
 }
 
+/* check.py is the file CHECK_CHECKER_SHA256 pins: a change needs a new CHECK_CHECKER_VERSION. */
+static void test_checker_version_pinned(void **state)
+{
+	char *src = NULL, hex[HASH_HEX_LEN + 1];
+	size_t len = 0;
+	(void)state;
+	assert_int_equal(read_file_max("sandbox/host/agenttest_host/check.py", 1u << 20, 0, &src, &len), 0);
+	hash_sha256_hex(src, len, hex);
+	free(src);
+	if (strcmp(hex, CHECK_CHECKER_SHA256) != 0)
+		fail_msg("sandbox/host/agenttest_host/check.py changed (sha256 %s): bump CHECK_CHECKER_VERSION and "
+			 "CHECK_CHECKER_SHA256 in evaluator/runner/check_service.h, or cached verdicts of the old check "
+			 "are reused", hex);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -99,6 +119,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_socket_path_rule),
+		cmocka_unit_test(test_checker_version_pinned),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
