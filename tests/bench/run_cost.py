@@ -37,8 +37,8 @@ def stack_sessions(run_dir):
 
 
 def cpu_of(sessions):
-    """(user, system) seconds of every live process of these sessions, reaped children included."""
-    user = system = 0
+    """(user, system, minor faults) of every live process of these sessions, reaped children included."""
+    user = system = faults = 0
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -49,7 +49,8 @@ def cpu_of(sessions):
         if int(f[3]) in sessions:
             user += int(f[11]) + int(f[13])
             system += int(f[12]) + int(f[14])
-    return user / TICK, system / TICK
+            faults += int(f[7]) + int(f[8])
+    return user / TICK, system / TICK, faults
 
 
 class Client:
@@ -171,6 +172,7 @@ def loadavg():
 
 def main():
     base, run_dir, n_seq, duration, audit, clients = sys.argv[1:7]
+    only_cost = os.environ.get("RUN_COST_ONLY") == "1"
     orig = sys.argv[7] if len(sys.argv) > 7 else ""
     n_seq, duration, audit = int(n_seq), float(duration), audit == "1"
     clients = [int(x) for x in clients.split()]
@@ -178,21 +180,24 @@ def main():
     sessions = stack_sessions(run_dir)
 
     print("\n1. per-run cost, %d sequential buy-and-hold runs, 1 client (CPU: whole stack)" % n_seq)
-    print("%-14s %10s %10s %10s %10s   %s" % ("dataset", "user ms", "sys ms", "cpu ms", "wall ms", "load"))
+    print("%-14s %10s %10s %10s %10s %10s   %s" % ("dataset", "user ms", "sys ms", "cpu ms", "wall ms", "faults", "load"))
     c = Client(base)
     vid = ours.submit(c, BH, "cost-bh")
     for dsv, label in (("v1", "5 bars"), ("synth-v1", "10,080 bars")):
         for _ in range(3):   # warm the zygotes and the dataset cache
             ours.run(c, vid, dsv)
-        u0, s0 = cpu_of(sessions)
+        u0, s0, f0 = cpu_of(sessions)
         t0 = time.perf_counter()
         for _ in range(n_seq):
             ours.run(c, vid, dsv)
         wall = (time.perf_counter() - t0) / n_seq * 1000
-        u1, s1 = cpu_of(sessions)
+        u1, s1, f1 = cpu_of(sessions)
         u, s = (u1 - u0) / n_seq * 1000, (s1 - s0) / n_seq * 1000
-        print("%-14s %10.1f %10.1f %10.1f %10.1f   %s" % (label, u, s, u + s, wall, loadavg()))
+        print("%-14s %10.1f %10.1f %10.1f %10.1f %10.0f   %s" % (label, u, s, u + s, wall, (f1 - f0) / n_seq,
+                                                             loadavg()))
 
+    if only_cost:
+        return
     targets = [("ours", ours)]
     if orig:
         targets.append(("original", Target(orig, False, False)))

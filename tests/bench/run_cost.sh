@@ -24,7 +24,9 @@
 # reaped), so other engineers' load on the machine does not count; wall
 # figures do suffer from it: the load average is printed with them.
 #
+# The faults column: minor page faults per run (copy-on-write included).
 # Knobs: RUNNER_SLOTS=2, N_SEQ=40, DURATION=5, AUDIT=1, CLIENTS="1 4 16",
+# RUN_COST_ONLY=1 (part 1 only),
 # ORIG_AGENTTEST_DIR, AGENTTEST_BIN.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
