@@ -55,9 +55,17 @@ struct sbx_zparams {
 int sbx_zygote_init(void);
 /* In the Python zygote: start one confined run. Returns the child's pid in
  * the parent (the child's parent is the helper: CLONE_PARENT), 0 in the
- * child once it is fully confined, -errno on failure. Never returns in a
- * child whose confinement failed. */
+ * child once it is fully confined (a warm child: once it has joined its
+ * cgroup and mounted /proc, see sbx_zygote_unconfined), -errno on failure.
+ * Never returns in a child whose confinement failed. */
 int sbx_zygote_spawn(const void *msg, size_t len, const int *fds, int nfds);
+/* In a child sbx_zygote_spawn returned 0 to: 1 if it is a warm child not
+ * confined yet (only the zygote's own code may run before
+ * sbx_zygote_confine), else 0. */
+int sbx_zygote_unconfined(void);
+/* In a warm child: wait for its run, then confine. 0 once confined (at
+ * once if it was); never returns in a child whose confinement failed. */
+int sbx_zygote_confine(void);
 
 /* The helper's --zygote mode: build the box, start the Python zygote in
  * it, then serve run requests from ctl_fd until it closes. Returns the

@@ -17,8 +17,14 @@
  * child, into the host's serve loop, which is what loads untrusted code.
  * A warm child (deferred) is spawned before its run is known, so that the
  * clone and the cgroup migration (which waits for an RCU grace period on
- * cgroup v1) happen between runs; it then waits for the run's box, limits
- * and stdin and only then confines itself.
+ * cgroup v1) happen between runs. sbx_zygote_spawn returns 0 to it before
+ * its confinement: the zygote's trusted code warms it up (the host's own
+ * code paths on built-in data, so the pages every run writes are copied
+ * before the run, not during it; no strategy exists in the process yet,
+ * and its stdin is not even there) and then calls sbx_zygote_confine,
+ * which waits for the run's box, limits and stdin and only then confines
+ * it. Nothing returns to Python confined or not without the zygote
+ * knowing: sbx_zygote_unconfined() says which.
  * Each run is a fresh copy of the pristine zygote: whatever a run changes
  * (modules, files it cannot write anyway, threads, signal handlers) dies
  * with it.
@@ -93,8 +99,16 @@ static bool await_params(int sock, int sync_fd, uint32_t *box, struct sbx_limits
 	return true;
 }
 
-/* In the child: join the cgroups, mount /proc, confine. Never fails back. */
-static void child_confine(const struct sbx_zspawn *z, const int *fds_in, int nfds)
+/* A child between its spawn and its confinement (one per process: the child's own copy). */
+static struct {
+	bool     pending;            /* spawned, not yet confined */
+	struct sbx_zspawn z;
+	int      fds[SBX_ZSPAWN_FDS]; /* in, out, err, sync, ack; above 100 */
+	int      keep;               /* 4 with shared memory, else -1 */
+} zy_child = { .keep = -1 };
+
+/* In the child: join the cgroups, mount /proc; the rest is child_confine. Never fails back. */
+static void child_prepare(const struct sbx_zspawn *z, const int *fds_in, int nfds)
 {
 	char err[256] = "";
 	int fds[SBX_ZSPAWN_FDS + 4] = { -1, -1, -1, -1, -1, -1, -1, -1, -1 };
@@ -107,11 +121,12 @@ static void child_confine(const struct sbx_zspawn *z, const int *fds_in, int nfd
 		if (fds[i] < 0)
 			_exit(2);
 	}
-	int sync_fd = fds[3], first_cg = SBX_ZSPAWN_FDS + (z->has_shm ? 1 : 0), keep = -1;
+	int sync_fd = fds[3], first_cg = SBX_ZSPAWN_FDS + (z->has_shm ? 1 : 0);
+	zy_child.keep = -1;
 	if (z->has_shm) {
 		if (dup2(fds[SBX_ZSPAWN_FDS], 4) < 0)
 			sbx_child_die(sync_fd, "shared memory fd: %s", strerror(errno));
-		keep = 4;
+		zy_child.keep = 4;
 	}
 	for (int i = first_cg; i < nfds; i++) {
 		if (write(fds[i], "0", 1) != 1)
@@ -120,6 +135,18 @@ static void child_confine(const struct sbx_zspawn *z, const int *fds_in, int nfd
 	}
 	if (!sbx_mount_proc(err, sizeof err))
 		sbx_child_die(sync_fd, "%s", err);
+	zy_child.z = *z;
+	memcpy(zy_child.fds, fds, sizeof zy_child.fds);
+	zy_child.pending = true;
+}
+
+/* In the child: (a warm child: wait for its run, then) confine. Never fails back. */
+static void child_confine(void)
+{
+	char err[256] = "";
+	const struct sbx_zspawn *z = &zy_child.z;
+	const int *fds = zy_child.fds;
+	int sync_fd = fds[3], keep = zy_child.keep;
 	uint32_t box = z->box_id;
 	struct sbx_limits lim = z->limits;
 	int fd_in = fds[0];
@@ -132,6 +159,29 @@ static void child_confine(const struct sbx_zspawn *z, const int *fds_in, int nfd
 	};
 	if (!sbx_confine_final(&f, err, sizeof err))
 		sbx_child_die(sync_fd, "%s", err);
+	zy_child.pending = false;
+}
+
+/*
+ * In a child that sbx_zygote_spawn returned 0 to: 1 if it is a warm child
+ * that is not confined yet (the zygote may run its own warm-up code, then
+ * must call sbx_zygote_confine), else 0.
+ */
+__attribute__((visibility("default"))) int sbx_zygote_unconfined(void)
+{
+	return zy_child.pending ? 1 : 0;
+}
+
+/*
+ * In a warm child: wait for its run, then confine (rlimits, box user,
+ * no_new_privs, descriptors, seccomp). Returns 0 once confined (at once if
+ * it already was); never returns otherwise (the child reports and exits).
+ */
+__attribute__((visibility("default"))) int sbx_zygote_confine(void)
+{
+	if (zy_child.pending)
+		child_confine();
+	return 0;
 }
 
 __attribute__((visibility("default"))) int sbx_zygote_spawn(const void *msg, size_t len, const int *fds, int nfds)
@@ -153,6 +203,8 @@ __attribute__((visibility("default"))) int sbx_zygote_spawn(const void *msg, siz
 		return -errno;
 	if (pid > 0)
 		return (int)pid;
-	child_confine(&z, fds, nfds);
+	child_prepare(&z, fds, nfds);
+	if (!z.deferred)
+		child_confine();
 	return 0;
 }

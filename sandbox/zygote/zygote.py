@@ -12,7 +12,11 @@ ctypes.PyDLL, compiles the seccomp policy once, then serves spawn orders on
 fd 3 (a SOCK_SEQPACKET socket to the helper): each order carries the run's
 descriptors; sbx_zygote_spawn() returns 0 in a child that is already fully
 confined (its own namespaces, cgroup, box uid, rlimits, no_new_privs,
-seccomp), and that child runs agenttest_host.serve(0, 1) and exits. The
+seccomp), and that child runs agenttest_host.serve(0, 1) and exits. A warm
+child (spawned before its run is known) comes back unconfined
+(sbx_zygote_unconfined()): it runs agenttest_host.warm(), the host's own
+code on built-in data, then sbx_zygote_confine() waits for the run and
+confines it, and only then does it serve. The
 zygote itself never executes strategy code and never reads anything a run
 wrote; a run cannot change the zygote.
 """
@@ -37,10 +41,17 @@ def _fail(msg):
     os._exit(2)
 
 
-def _child(host):
-    """In the confined child: serve the run, never return."""
+def _child(host, lib):
+    """In a child: (warm up and confine a warm child, then) serve the run, never return."""
     ctypes.pythonapi.PyOS_AfterFork_Child()
     gc.set_threshold(CHILD_GC_THRESHOLD, 10, 10)
+    if lib.sbx_zygote_unconfined():
+        try:
+            host.warm()
+        except BaseException:  # noqa: B902 - a warm-up failure must not stop the run
+            pass
+        if lib.sbx_zygote_confine() != 0:
+            os._exit(2)
     code = 0
     try:
         host.serve(0, 1)
@@ -85,6 +96,8 @@ def main():
     lib = ctypes.PyDLL(so_path)
     lib.sbx_zygote_init.restype = ctypes.c_int
     lib.sbx_zygote_spawn.restype = ctypes.c_int
+    lib.sbx_zygote_unconfined.restype = ctypes.c_int
+    lib.sbx_zygote_confine.restype = ctypes.c_int
     lib.sbx_zygote_spawn.argtypes = [ctypes.c_char_p, ctypes.c_size_t,
                                      ctypes.POINTER(ctypes.c_int), ctypes.c_int]
     if lib.sbx_zygote_init() != 0:
@@ -112,7 +125,7 @@ def main():
         libc.malloc_trim(0)
         pid = lib.sbx_zygote_spawn(msg, len(msg), cfds, len(fds))
         if pid == 0:
-            _child(host)
+            _child(host, lib)
         for fd in fds:
             os.close(fd)
         ctl.send(struct.pack("i", pid))

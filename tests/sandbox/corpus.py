@@ -217,6 +217,15 @@ CASES = {
         "t.start(); t.join()\nassert out == [499500]\n", ["OK"]),
     "benign_pwd_lookup": case(
         "import os, pwd\ntry:\n    pwd.getpwuid(os.getuid())\nexcept KeyError:\n    pass\n", ["OK"]),
+    # a zygote's warm child runs the host's warm-up unconfined: the strategy must
+    # only ever start after the confinement (box uid, no_new_privs, seccomp filter)
+    "confined_before_strategy_code": case(
+        "import linecache, os\nst = open('/proc/self/status').read()\n"
+        + escaped_if("os.getuid() == 0 or os.geteuid() == 0 or 'NoNewPrivs:\\t1' not in st "
+                     "or 'Seccomp:\\t2' not in st", "strategy code ran unconfined")
+        + escaped_if("any('def simulate(prices, params):\\n    p0' in ''.join(v[2]) "
+                     "for v in linecache.cache.values() if len(v) > 2 and v[2])", "warm-up source left behind"),
+        ["OK"]),
 }
 
 # Leak-between-runs pairs: the first run tampers, the second must see nothing.

@@ -6,6 +6,7 @@ docs/protocol.md. The host computes nothing that is scored: metrics come from
 the evaluator. Entry points:
 
     agenttest_host.serve(in_fd, out_fd)    # the pre-forked sandbox child
+    agenttest_host.warm()                  # a warm child, before its run (zygote)
     /usr/bin/python3 <hostdir>/agenttest_host   # one-shot (see __main__.py)
 
 Module-level imports stay light (numpy is the one heavy import, done here so
@@ -13,6 +14,6 @@ a pre-forked interpreter has it loaded before the fork).
 """
 import numpy  # noqa: F401  (pre-import for the zygote)
 
-from .server import serve
+from .server import serve, warm
 
-__all__ = ["serve"]
+__all__ = ["serve", "warm"]
