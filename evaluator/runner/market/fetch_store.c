@@ -253,7 +253,12 @@ enum mk_err mk_refresh(const char *data_dir, const char *window, struct mk_reque
 	ds_close(ds);
 	r->assets = assets;
 	r->n_assets = n;
-	r->start_ms = last - (int64_t)(overlap ? overlap - 1 : 0) * ival;
+	/* from the oldest "last stored candle" of any asset, minus the overlap */
+	int64_t from = last;
+	for (size_t a = 0; a < n; a++)
+		if (old[a].n && old[a].t[old[a].n - 1] < from)
+			from = old[a].t[old[a].n - 1];
+	r->start_ms = from - (int64_t)(overlap ? overlap - 1 : 0) * ival;
 	if (r->start_ms < first)
 		r->start_ms = first;
 	if (r->end_ms < r->start_ms)
