@@ -1,11 +1,15 @@
 """GET /api/data-cache reports what `agenttest data fetch` stored under
-MANTIS_DATA_DIR, in the original's shape (spec/mantis.md §5.3)."""
+MANTIS_DATA_DIR, in the original's shape (spec/mantis.md §5.3); a fetched
+version, registered, evaluates end to end through POST /api/evaluations."""
 import json
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from runs_helpers import Api
+from test_challenges import MOMENTUM, wait_done
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("AGENTTEST_BIN", REPO / "bin"))
@@ -46,3 +50,32 @@ def test_data_cache_reports_fetched_windows(stack_factory):
     want = 29 * 60 * 1440
     assert abs(w["row_pct"] - 100.0 * (btc["rows"] + eth["rows"]) / want) < 1e-9
     assert stack.get("/api/data-cache").json()["90"] == {"cached": False}
+
+
+def test_fetched_data_evaluates_end_to_end(stack_factory, tmp_path):
+    """A fetched version, registered, scores through POST /api/evaluations."""
+    data = tmp_path / "data"
+    stack = stack_factory("datacache2")
+    si = subprocess.Popen([sys.executable, str(STANDIN)], stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(si.stdout.readline())
+        env = dict(os.environ, BINANCE_API_URL="http://127.0.0.1:%d" % port, AGENTTEST_CONFIG="/dev/null")
+        f = subprocess.run([str(BIN / "agenttest"), "data", "fetch", "--days-back", "8", "--assets", "BTC,ETH",
+                            "--data-dir", str(data), "--no-pace"], env=env, capture_output=True, text=True,
+                           timeout=300)
+        assert f.returncode == 0, f.stderr
+        fetched = json.loads(f.stdout)
+    finally:
+        si.kill()
+        si.wait()
+    reg = stack.cli("dataset", "register", fetched["path"], "--version", fetched["version"])
+    assert reg.returncode == 0, reg.stderr
+    api = Api(stack, stack.create_token(role="user"))
+    r = api.post("/api/evaluations", {"challenge": "ETH-1H-BINARY", "code": MOMENTUM, "days_back": 7,
+                                      "holdout_days": 2, "dataset_version": fetched["version"]})
+    assert r.status == 202, r
+    e = wait_done(api, r.json()["id"])
+    assert e["status"] == "completed", e
+    assert e["dataset_version"] == fetched["version"]
+    assert e["result"]["eval_holdout_minutes"] == 2 * 1440
+    assert 0.0 <= e["score"] <= 1.0
