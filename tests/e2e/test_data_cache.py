@@ -52,10 +52,9 @@ def test_data_cache_reports_fetched_windows(stack_factory):
     assert stack.get("/api/data-cache").json()["90"] == {"cached": False}
 
 
-def test_fetched_data_evaluates_end_to_end(stack_factory, tmp_path):
+def test_fetched_data_evaluates_end_to_end(stack, tmp_path):
     """A fetched version, registered, scores through POST /api/evaluations."""
     data = tmp_path / "data"
-    stack = stack_factory("datacache2")
     si = subprocess.Popen([sys.executable, str(STANDIN)], stdout=subprocess.PIPE, text=True)
     try:
         port = int(si.stdout.readline())
