@@ -33,6 +33,8 @@ const struct fcgi_route fcgi_routes[] = {
 	{ HTTP_GET, "/defaults", h_defaults_get, ACCESS_USER, BODY_NONE },
 	{ HTTP_GET, "/datasets", h_datasets_list, ACCESS_USER, BODY_NONE },
 	{ HTTP_GET, "/datasets/{version}", h_datasets_get, ACCESS_USER, BODY_NONE },
+	/* market data (issue 13) */
+	{ HTTP_GET, "/api/data-cache", h_data_cache_get, ACCESS_USER, BODY_NONE },
 	{ HTTP_GET, "/api/challenges", h_challenges_list, ACCESS_USER, BODY_NONE },
 	{ HTTP_GET, "/api/challenges/{name}/leaderboard", h_challenges_leaderboard, ACCESS_USER, BODY_NONE },
 	{ HTTP_POST, "/api/evaluations", h_evaluations_create, ACCESS_USER, BODY_JSON },

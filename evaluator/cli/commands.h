@@ -30,6 +30,9 @@ enum cli_exit {
  * returns CLI_FAILED. */
 int cli_read_strategy(const char *path, size_t max, char **code, size_t *len);
 
+/* `agenttest data fetch` (cmd_fetch.c), argv from "fetch". */
+int cmd_data_fetch(int argc, char **argv);
+
 /* Print {"error":msg,"code":code,"detail":msg} on stderr; returns `status`. */
 int cli_error(int status, const char *code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -42,6 +42,9 @@ void h_defaults_get(struct fcgi_ctx *c);
 void h_datasets_list(struct fcgi_ctx *c);
 void h_datasets_get(struct fcgi_ctx *c);
 
+/* data_cache.c (issue 13: market data) */
+void h_data_cache_get(struct fcgi_ctx *c);
+
 /* challenges.c, evaluations.c (issue 6: MANTIS challenges) */
 void h_challenges_list(struct fcgi_ctx *c);
 void h_challenges_leaderboard(struct fcgi_ctx *c);

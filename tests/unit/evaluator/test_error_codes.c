@@ -15,6 +15,7 @@
 
 #include "evaluator/dataset.h"
 #include "evaluator/errors.h"
+#include "evaluator/runner/market/market.h"
 
 static char *doc;
 
@@ -65,11 +66,18 @@ static void test_dataset_codes(void **state)
 		listed(ds_errcode((enum ds_err)e));
 }
 
+static void test_market_codes(void **state)
+{
+	for (int e = 1; e < MK_ERR__MAX; e++)
+		listed(mk_errcode((enum mk_err)e));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_run_codes),
 		cmocka_unit_test(test_dataset_codes),
+		cmocka_unit_test(test_market_codes),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

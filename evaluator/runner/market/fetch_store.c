@@ -1,0 +1,291 @@
+/*
+ * fetch_store: fetched series → immutable dataset versions, the moving
+ * window label, refresh (contract in market.h).
+ *
+ * Layout under data_dir (MANTIS_DATA_DIR):
+ *   versions/<dataset hash>/              one dataset (docs/datasets.md format)
+ *   versions/<dataset hash>.quality.json  its quality report
+ *   <window>  ->  versions/<dataset hash>  the moving label (symlink)
+ * A version is written by ds_writer into a hidden staging name, then
+ * renamed to its hash with RENAME_NOREPLACE (the same bytes fetched twice
+ * give the same directory, kept once); the label is a new symlink renamed
+ * over the old one. A crash at any point leaves only hidden staging
+ * entries, never a half version or a label pointing at one.
+ */
+#include "evaluator/runner/market/market.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "evaluator/dataset.h"
+#include "xalloc.h"
+
+/* Remove a flat directory (a staging dataset) and its files. */
+static void mk_rmdir_flat(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			unlinkat(dirfd(d), e->d_name, 0);
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
+/* "window-YYYYMMDDTHHMMZ" of the last bar. */
+static void mk_label(char *out, size_t len, const char *window, int64_t last_ms)
+{
+	time_t t = (time_t)(last_ms / 1000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	snprintf(out, len, "%s-%04d%02d%02dT%02d%02dZ", window, tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min);
+}
+
+/* Write the dataset (grid + columns) to `dir` (must not exist). */
+static enum mk_err mk_write(const char *dir, const char *label, const char *const *assets, size_t n,
+			    const struct kl_series *s, int64_t first_ms, int64_t last_ms, int64_t ival,
+			    const char *source_json, struct mk_version *v, char *err, size_t errlen)
+{
+	size_t T = (size_t)((last_ms - first_ms) / ival) + 1;
+	struct ds_layout l = { .version = label, .n_assets = n, .assets = assets, .interval_ms = ival,
+			       .bars = T, .source_json = source_json };
+	struct ds_error e = { 0 };
+	enum mk_err rc = MK_OK;
+	int64_t *ts = xcalloc(T, sizeof *ts);
+	double *buf = xcalloc(xmul(T, 5), sizeof *buf);
+	double *const col[5] = { buf, buf + T, buf + 2 * T, buf + 3 * T, buf + 4 * T };
+	for (size_t i = 0; i < T; i++)
+		ts[i] = first_ms + (int64_t)i * ival;
+	struct ds_writer *w = ds_writer_begin(dir, &l, &e);
+	if (!w || ds_writer_put_ts(w, ts, &e) != DS_OK)
+		goto fail;
+	v->quality = json_object_new_object();
+	for (size_t a = 0; a < n; a++) {
+		struct kl_quality q;
+		kl_grid(&s[a], first_ms, last_ms, ival, col, &q);
+		json_object_object_add(v->quality, assets[a], kl_quality_json(&q, 1000));
+		kl_quality_free(&q);
+		for (size_t f = 0; f < 5; f++)
+			if (ds_writer_put(w, a, f, col[f], &e) != DS_OK)
+				goto fail;
+	}
+	if (ds_writer_commit(w, v->hash, &e) != DS_OK) {
+		w = NULL;
+		goto fail;
+	}
+	w = NULL;
+	v->bars = T;
+	v->first_ms = first_ms;
+	v->last_ms = last_ms;
+	goto out;
+fail:
+	ds_writer_abort(w);
+	snprintf(err, errlen, "writing the dataset: %s", e.msg);
+	rc = MK_ERR_STORE;
+out:
+	free(ts);
+	free(buf);
+	return rc;
+}
+
+/* Point data_dir/window at versions/<hash> atomically. */
+static int mk_point_label(const char *data_dir, const char *window, const char *hash)
+{
+	char tmp[4352], target[128], lnk[4352];
+	snprintf(target, sizeof target, "versions/%s", hash);
+	snprintf(tmp, sizeof tmp, "%s/.%s.link-%ld", data_dir, window, (long)getpid());
+	snprintf(lnk, sizeof lnk, "%s/%s", data_dir, window);
+	unlink(tmp);
+	if (symlink(target, tmp) != 0)
+		return -1;
+	if (rename(tmp, lnk) != 0) {
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* Write the quality report next to the version (tmp + rename). */
+static int mk_write_quality(const char *data_dir, const struct mk_version *v)
+{
+	char path[4352], tmp[4400];
+	snprintf(path, sizeof path, "%s/versions/%s.quality.json", data_dir, v->hash);
+	snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		return -1;
+	int bad = fputs(json_object_to_json_string_ext(v->quality, JSON_C_TO_STRING_PRETTY), f) < 0;
+	bad |= fputc('\n', f) == EOF;
+	bad |= fflush(f) != 0 || fsync(fileno(f)) != 0;
+	bad |= fclose(f) != 0;
+	if (bad || rename(tmp, path) != 0) {
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+enum mk_err mk_store(const char *data_dir, const char *window, const char *const *assets, size_t n,
+		     const struct kl_series *s, int64_t first_ms, int64_t last_ms, int64_t interval_ms,
+		     const char *source_json, struct mk_version *v, char *err, size_t errlen)
+{
+	char vdir[4352], stage[4400];
+	memset(v, 0, sizeof *v);
+	if (!ds_valid_label(window) || strlen(window) > 64) {
+		snprintf(err, errlen, "bad window label '%s'", window);
+		return MK_ERR_STORE;
+	}
+	snprintf(vdir, sizeof vdir, "%s/versions", data_dir);
+	if ((mkdir(data_dir, 0755) != 0 && errno != EEXIST) || (mkdir(vdir, 0755) != 0 && errno != EEXIST)) {
+		snprintf(err, errlen, "cannot create %s: %s", vdir, strerror(errno));
+		return MK_ERR_STORE;
+	}
+	mk_label(v->label, sizeof v->label, window, last_ms);
+	snprintf(stage, sizeof stage, "%s/.stage-%ld-%lld", vdir, (long)getpid(), (long long)last_ms);
+	mk_rmdir_flat(stage); /* a leftover of this pid (reused) */
+	enum mk_err rc = mk_write(stage, v->label, assets, n, s, first_ms, last_ms, interval_ms, source_json, v,
+				  err, errlen);
+	if (rc != MK_OK)
+		goto fail;
+	snprintf(v->path, sizeof v->path, "%s/%s", vdir, v->hash);
+	if (renameat2(AT_FDCWD, stage, AT_FDCWD, v->path, RENAME_NOREPLACE) != 0) {
+		if (errno != EEXIST) {
+			snprintf(err, errlen, "cannot move %s into place: %s", stage, strerror(errno));
+			rc = MK_ERR_STORE;
+			goto fail;
+		}
+		mk_rmdir_flat(stage); /* same bytes already stored: keep the first */
+	}
+	if (mk_write_quality(data_dir, v) != 0 || mk_point_label(data_dir, window, v->hash) != 0) {
+		snprintf(err, errlen, "cannot write the quality report or the label %s/%s: %s", data_dir, window,
+			 strerror(errno));
+		return MK_ERR_STORE;
+	}
+	return MK_OK;
+fail:
+	mk_rmdir_flat(stage);
+	json_object_put(v->quality);
+	v->quality = NULL;
+	return rc;
+}
+
+/* The stored candles of asset a of ds as a series. */
+static void mk_load_series(const struct dataset *ds, size_t a, struct kl_series *s)
+{
+	const int64_t *ts = ds_timestamps(ds);
+	const double *c[5];
+	for (int f = 0; f < 5; f++)
+		c[f] = ds_column(ds, a, (enum ds_field)f);
+	for (size_t i = 0; i < ds_bars(ds); i++) {
+		double v[5];
+		if (!c[3] || isnan(c[3][i]))
+			continue;
+		for (int f = 0; f < 5; f++)
+			v[f] = c[f] ? c[f][i] : NAN;
+		kl_series_push(s, ts[i], v);
+	}
+}
+
+/* Compare the re-fetched overlap with the stored candles and append the
+ * new ones; returns the number added, or -1 on a mismatch (err filled). */
+static long mk_merge(struct kl_series *old, const struct kl_series *got, const char *asset, char *err,
+		     size_t errlen)
+{
+	long added = 0;
+	size_t k = 0;
+	int64_t last = old->n ? old->t[old->n - 1] : INT64_MIN;
+	for (size_t i = 0; i < got->n; i++) {
+		if (got->t[i] <= last) {
+			while (k < old->n && old->t[k] < got->t[i])
+				k++;
+			int same = k < old->n && old->t[k] == got->t[i];
+			for (int f = 0; same && f < 5; f++)
+				same = old->v[f][k] == got->v[f][i];
+			if (!same) {
+				snprintf(err, errlen, "%s: the candle at %lld differs from the stored one (or was not stored)",
+					 asset, (long long)got->t[i]);
+				return -1;
+			}
+			continue;
+		}
+		double v[5];
+		for (int f = 0; f < 5; f++)
+			v[f] = got->v[f][i];
+		if (kl_series_push(old, got->t[i], v) == 0)
+			added++;
+	}
+	return added;
+}
+
+enum mk_err mk_refresh(const char *data_dir, const char *window, struct mk_request *r, size_t overlap,
+		       struct mk_version *v, size_t *added, char *err, size_t errlen)
+{
+	char lnk[4352], msg[512];
+	enum ds_err de;
+	enum mk_err rc = MK_OK;
+	*added = 0;
+	memset(v, 0, sizeof *v);
+	snprintf(lnk, sizeof lnk, "%s/%s", data_dir, window);
+	struct dataset *ds = ds_open(lnk, 0, &de, msg, sizeof msg);
+	if (!ds) {
+		snprintf(err, errlen, "no stored version of %s to refresh: %s", window, msg);
+		return MK_ERR_STORE;
+	}
+	size_t n = ds_asset_count(ds), T = ds_bars(ds);
+	int64_t ival = ds_interval_ms(ds), first = ds_timestamps(ds)[0], last = ds_timestamps(ds)[T - 1];
+	const char **assets = xcalloc(n, sizeof *assets);
+	struct kl_series *old = xcalloc(n, sizeof *old), *got = xcalloc(n, sizeof *got);
+	for (size_t a = 0; a < n; a++) {
+		assets[a] = xstrdup(ds_asset_name(ds, a));
+		mk_load_series(ds, a, &old[a]);
+	}
+	snprintf(v->hash, sizeof v->hash, "%s", ds_hash(ds));
+	ds_close(ds);
+	r->assets = assets;
+	r->n_assets = n;
+	/* from the oldest "last stored candle" of any asset, minus the overlap */
+	int64_t from = last;
+	for (size_t a = 0; a < n; a++)
+		if (old[a].n && old[a].t[old[a].n - 1] < from)
+			from = old[a].t[old[a].n - 1];
+	r->start_ms = from - (int64_t)(overlap ? overlap - 1 : 0) * ival;
+	if (r->start_ms < first)
+		r->start_ms = first;
+	if (r->end_ms < r->start_ms)
+		r->end_ms = r->start_ms;
+	rc = mk_fetch(r, got, err, errlen);
+	int64_t new_last = last;
+	for (size_t a = 0; rc == MK_OK && a < n; a++) {
+		long k = mk_merge(&old[a], &got[a], assets[a], err, errlen);
+		if (k < 0)
+			rc = MK_ERR_MISMATCH;
+		else
+			*added += (size_t)k;
+		if (old[a].n && old[a].t[old[a].n - 1] > new_last)
+			new_last = old[a].t[old[a].n - 1];
+	}
+	if (rc == MK_OK && *added > 0) {
+		char src[256];
+		snprintf(src, sizeof src, "{\"kind\":\"binance-klines\",\"refresh_of\":\"%s\"}", v->hash);
+		rc = mk_store(data_dir, window, assets, n, old, first, new_last, ival, src, v, err, errlen);
+	}
+	for (size_t a = 0; a < n; a++) {
+		kl_series_free(&old[a]);
+		kl_series_free(&got[a]);
+		free((char *)(uintptr_t)assets[a]);
+	}
+	free(old);
+	free(got);
+	free(assets);
+	return rc;
+}

@@ -1,0 +1,126 @@
+/*
+ * market: the Binance klines fetcher and the dataset versions it writes.
+ *
+ * Entry points (request in, progress callback, cancel check, result out),
+ * used by `agenttest data fetch` and meant for the runner's prefetch job:
+ *
+ *   mk_fetch()    candles of every requested asset over [start, end] from
+ *                 Binance's public REST API (libcurl; one connection per
+ *                 worker thread, reused across pages; `parallel` assets at
+ *                 once). It either returns every closed candle the server
+ *                 has, or fails naming the asset and the time range: never
+ *                 a silently short series.
+ *   mk_store()    those series on one minute grid → an immutable dataset
+ *                 version under <data_dir>/versions/<dataset hash>/, and the
+ *                 moving label <data_dir>/<window> (a symlink swapped
+ *                 atomically) pointed at it; the quality report is written
+ *                 next to it (quality.json) and returned.
+ *   mk_refresh()  the newest version of a window + only the candles newer
+ *                 than its last one (the last few stored candles are
+ *                 fetched again and must match) → a new version.
+ *
+ * Retry rules (docs/market-data.md): 429 and 418 wait Retry-After seconds
+ * (else rate_wait_ms) and give up after max_429 in a row; 5xx, timeouts,
+ * connection errors, answers that are not a JSON list and an empty page
+ * before the end of the window are retried with exponential backoff up to
+ * max_retries times; any other status fails at once. The still-open candle
+ * is never stored.
+ */
+#ifndef AGENTTEST_RUNNER_MARKET_H
+#define AGENTTEST_RUNNER_MARKET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "evaluator/klines.h"
+
+enum mk_err {
+	MK_OK = 0,
+	MK_ERR_HTTP,        /* the server kept failing (5xx, timeouts, 4xx) */
+	MK_ERR_RATE,        /* rate limited (429/418) more than max_429 times in a row */
+	MK_ERR_DATA,        /* the server answered something that is not klines */
+	MK_ERR_EMPTY,       /* an asset has no candle at all in the window */
+	MK_ERR_CANCELLED,   /* the cancel check said stop */
+	MK_ERR_STORE,       /* the dataset could not be written */
+	MK_ERR_MISMATCH,    /* refresh: re-fetched overlap differs from the stored candles */
+	MK_ERR__MAX
+};
+
+/* Machine code for an error ("fetch_failed", "rate_limited", ...). */
+const char *mk_errcode(enum mk_err e);
+
+struct mk_request {
+	const char        *base_url;    /* e.g. http://127.0.0.1:8080 (no trailing slash) */
+	const char *const *assets;      /* BTC, ETH, ... (symbol = asset + "USDT") */
+	size_t             n_assets;
+	const char        *interval;    /* Binance interval name: 1m, 5m, 15m, 1h, 4h, 1d */
+	int64_t            start_ms, end_ms; /* window, inclusive open times */
+	int64_t            now_ms;      /* candles closing after this are still open */
+	int                parallel;    /* assets fetched at once, 1..8 */
+	long               pace_ms;     /* sleep between pages of one asset (0: none) */
+	long               timeout_ms;  /* per request */
+	long               rate_wait_ms;/* wait on 429/418 without Retry-After */
+	int                max_429;     /* consecutive 429/418 before giving up */
+	int                max_retries; /* attempts for 5xx/timeouts/bad answers */
+	long               backoff_ms;  /* first backoff, doubled per retry */
+	/* Called (from worker threads, serialised) after every page. */
+	void             (*progress)(void *ud, size_t assets_done, size_t n_assets, size_t rows);
+	/* Non-zero: stop as soon as possible (checked between pages and during transfers). */
+	int              (*cancelled)(void *ud);
+	void              *ud;
+};
+
+/* Fill r with the defaults (pace 50 ms, timeout 30 s, rate wait 60 s, 5
+ * rate-limit answers, 5 retries, backoff 500 ms, 2 in parallel). */
+void mk_request_defaults(struct mk_request *r);
+
+/* Interval name → ms (1m → 60000); -1 if not supported. */
+int64_t mk_interval_ms(const char *name);
+
+/*
+ * The Binance base URL: `configured` (BINANCE_API_URL) with trailing
+ * slashes stripped if non-empty; otherwise the first of api.binance.com,
+ * api1.binance.com, api.binance.us whose /api/v3/ping answers 200 within
+ * 5 s, else the first. Writes into out (outlen bytes). Sets *us when the
+ * base is binance.us (its pacing is 200 ms). Returns 0, -1 if too long.
+ */
+int mk_base_url(const char *configured, char *out, size_t outlen, int *us);
+
+/* Fetch. out[i] (n_assets, zeroed by the caller) receives asset i's candles
+ * in [start, end]. On failure err names the asset and the time range; the
+ * series are freed by the caller either way. */
+enum mk_err mk_fetch(const struct mk_request *r, struct kl_series *out, char *err, size_t errlen);
+
+/* A stored version. */
+struct mk_version {
+	char         hash[65];
+	char         path[4608];    /* <data_dir>/versions/<hash> */
+	char         label[160];    /* manifest version label */
+	json_object *quality;       /* {asset: report}, caller puts */
+	size_t       bars;
+	int64_t      first_ms, last_ms;
+};
+
+/*
+ * Store series (n assets named `assets`) over the grid [first_ms, last_ms]
+ * as a version of `window` (e.g. "binance-1m-60d") under data_dir, and
+ * point the label at it. source_json: provenance object text (not hashed).
+ */
+enum mk_err mk_store(const char *data_dir, const char *window, const char *const *assets, size_t n,
+		     const struct kl_series *s, int64_t first_ms, int64_t last_ms, int64_t interval_ms,
+		     const char *source_json, struct mk_version *v, char *err, size_t errlen);
+
+/*
+ * Refresh window `window` under data_dir: open its newest version, fetch
+ * (with r's base, pacing and callbacks; r->assets/start/end are set here)
+ * the last `overlap` stored candles again plus everything newer up to
+ * r->end_ms, refuse a mismatch in the overlap, and store the old candles
+ * plus the new ones as a new version. *added gets the new candles summed
+ * over assets (0: nothing new, no new version; v->hash is the current one).
+ */
+enum mk_err mk_refresh(const char *data_dir, const char *window, struct mk_request *r, size_t overlap,
+		       struct mk_version *v, size_t *added, char *err, size_t errlen);
+
+#endif

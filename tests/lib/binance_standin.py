@@ -1,0 +1,158 @@
+#!/usr/bin/python3
+"""A local stand-in for Binance's public REST API (tests and benchmarks only).
+
+Speaks the real protocol for GET /api/v3/ping ({}) and GET /api/v3/klines
+(symbol, interval, startTime, endTime, limit <= 1000; rows are
+[open_time, "open", "high", "low", "close", "volume", close_time,
+"quote", trades, "taker_base", "taker_quote", "0"], the last one possibly
+the still-open candle). Candles are a deterministic function of (symbol,
+open time), so two fetches of the same range give the same bytes.
+
+Faults (for the fetcher's tests), given as --faults a,b,c: each one is
+applied once, to the klines requests that come after --fault-after
+requests, one every --fault-every requests, in order: 429 (with Retry-After: 1), 418 (Retry-After: 1), 500,
+502, slow (answers after --slow-s seconds), empty ([]), nonlist
+({"code":-1003,...} with status 200), badjson. --forever STATUS answers
+every klines request with that status (429 comes with Retry-After: 1).
+--gap-symbol SYM: SYM has no candle in minutes 500..509 of every 1000.
+--lag-minutes L: the server's clock is L minutes behind (no candle newer);
+POST /admin/lag?minutes=L changes it. GET /admin/stats: counts.
+Prints the port on stdout, then serves until killed.
+"""
+import argparse
+import json
+import sys
+import threading
+import time
+import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+INTERVALS = {"1m": 60000, "5m": 300000, "1h": 3600000, "1d": 86400000}
+
+
+def candle(sym, t, ival):
+    """Deterministic OHLCV for symbol sym at open time t (ms)."""
+    base = 1.0 + (zlib.crc32(sym.encode()) % 50000) / 10.0
+    k = t // ival
+    h = zlib.crc32(b"%s:%d" % (sym.encode(), k))
+    o = base * (1.0 + ((h & 0xFFFF) - 32768) / 3276800.0)
+    c = base * (1.0 + (((h >> 16) & 0xFFFF) - 32768) / 3276800.0)
+    hi = max(o, c) * 1.0005
+    lo = min(o, c) * 0.9995
+    vol = (h % 1000) / 10.0
+    return [t, "%.8f" % o, "%.8f" % hi, "%.8f" % lo, "%.8f" % c, "%.4f" % vol, t + ival - 1,
+            "%.4f" % (vol * c), int(h % 500), "%.4f" % (vol / 2), "%.4f" % (vol * c / 2), "0"]
+
+
+class State:
+    def __init__(self, args):
+        self.args = args
+        self.faults = [f for f in args.faults.split(",") if f]
+        self.lag_ms = args.lag_minutes * 60000
+        self.lock = threading.Lock()
+        self.stats = {"klines": 0, "ping": 0, "faults_served": [], "statuses": {}}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def reply(self, status, body, headers=()):
+        data = body if isinstance(body, bytes) else body.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in headers:
+            self.send_header(k, v)
+        self.end_headers()
+        try:
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # a client that timed out
+            self.close_connection = True
+        st = self.server.state
+        with st.lock:
+            st.stats["statuses"][str(status)] = st.stats["statuses"].get(str(status), 0) + 1
+
+    def do_POST(self):
+        u = urlparse(self.path)
+        st = self.server.state
+        if u.path == "/admin/lag":
+            st.lag_ms = int(parse_qs(u.query)["minutes"][0]) * 60000
+            return self.reply(200, "{}")
+        self.reply(404, '{"code":-1,"msg":"not found"}')
+
+    def do_GET(self):
+        u = urlparse(self.path)
+        st = self.server.state
+        if u.path == "/api/v3/ping":
+            with st.lock:
+                st.stats["ping"] += 1
+            return self.reply(200, "{}")
+        if u.path == "/admin/stats":
+            with st.lock:
+                body = json.dumps(st.stats)
+            return self.reply(200, body)
+        if u.path != "/api/v3/klines":
+            return self.reply(404, '{"code":-1,"msg":"not found"}')
+        with st.lock:
+            st.stats["klines"] += 1
+            n = st.stats["klines"]
+            fault = None
+            if st.args.forever:
+                fault = st.args.forever
+            elif n > st.args.fault_after and st.faults and (n - st.args.fault_after - 1) % st.args.fault_every == 0:
+                fault = st.faults.pop(0)
+                st.stats["faults_served"].append(fault)
+        q = {k: v[0] for k, v in parse_qs(u.query).items()}
+        if fault in ("429", "418"):
+            return self.reply(int(fault), '{"code":-1003,"msg":"Too many requests"}', [("Retry-After", "1")])
+        if fault and fault.isdigit():
+            return self.reply(int(fault), '{"code":-1000,"msg":"internal"}')
+        if fault == "nonlist":
+            return self.reply(200, '{"code":-1003,"msg":"Way too much request weight used"}')
+        if fault == "badjson":
+            return self.reply(200, '[[1,"2"')
+        if fault == "empty":
+            return self.reply(200, "[]")
+        if fault == "slow":
+            time.sleep(st.args.slow_s)
+        sym = q.get("symbol", "")
+        ival = INTERVALS.get(q.get("interval", ""))
+        if not sym.endswith("USDT") or ival is None:
+            return self.reply(400, '{"code":-1121,"msg":"Invalid symbol."}')
+        limit = min(int(q.get("limit", 500)), 1000)
+        now = int(time.time() * 1000) - st.lag_ms
+        start = int(q.get("startTime", 0))
+        end = min(int(q.get("endTime", now)), now)
+        t = -(-start // ival) * ival
+        rows = []
+        while t <= end and len(rows) < limit:
+            m = (t // ival) % 1000
+            if not (sym == st.args.gap_symbol and 500 <= m < 510):
+                rows.append(candle(sym, t, ival))
+            t += ival
+        self.reply(200, json.dumps(rows, separators=(",", ":")))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--faults", default="")
+    ap.add_argument("--fault-after", type=int, default=0)
+    ap.add_argument("--fault-every", type=int, default=1)
+    ap.add_argument("--forever", default="")
+    ap.add_argument("--slow-s", type=float, default=2.0)
+    ap.add_argument("--gap-symbol", default="")
+    ap.add_argument("--lag-minutes", type=int, default=0)
+    args = ap.parse_args()
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.daemon_threads = True
+    srv.state = State(args)
+    print(srv.server_address[1], flush=True)
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
