@@ -14,7 +14,9 @@
  *    (MANTIS_AUTH_TOKEN set or AGENTTEST_AUTH=required) the answer is 401;
  *    otherwise a loopback client (REMOTE_ADDR exactly 127.0.0.1 or ::1, as
  *    nginx passes it; 127.0.0.2 is not loopback for this rule) is the local
- *    admin, and anyone else gets 401 explaining why.
+ *    admin, and anyone else gets 401 explaining why. The loopback rule needs
+ *    a Host header naming one of the allowed hosts (hosts.c: a rebound
+ *    domain reaches 127.0.0.1 too).
  *  - CSRF: state-changing requests that rely on ambient authority (cookie,
  *    loopback) need a same-origin Origin, or X-Requested-With:
  *    XMLHttpRequest, or a JSON content type. Bearer and ?token= requests
@@ -128,7 +130,7 @@ enum auth_status auth_check(const struct auth_config *cfg, const struct fcgi_req
 		if (st != AUTH_OK)
 			return st;
 		who->authenticated = true;
-	} else if (auth_is_loopback(r->remote_addr) &&
+	} else if (auth_is_loopback(r->remote_addr) && hosts_allowed(cfg->hosts, r->host) &&
 	           (!cfg->required || access == ACCESS_ADMIN_OR_LOOPBACK)) {
 		who->via = AUTH_VIA_LOOPBACK;
 		who->authenticated = true;

@@ -9,6 +9,8 @@
 import json
 import secrets
 
+import pytest
+
 from helpers import assert_error
 
 REMOTE = "127.0.0.2"
@@ -162,3 +164,24 @@ def test_auth_token_wrong_value_401(secured):
 def test_auth_token_db_tokens_still_work(secured):
     token = secured.create_token(role="user")
     assert secured.get("/runs", token=token, source="127.0.0.4").status == 200
+
+
+@pytest.mark.parametrize("method,path,body", [
+    ("POST", "/api/tokens", {}),            # the issue 11 attack: minted an admin token
+    ("GET", "/api/me", None),
+    ("GET", "/health", None),
+    ("GET", "/", None),                      # static files too
+])
+def test_dns_rebinding_foreign_host_is_421(stack, method, path, body):
+    """A domain rebound to 127.0.0.1 sends its own Host and a matching
+    Origin; only the Host name tells it apart: 421 before any handler."""
+    hdrs = {"Host": "evil.example:%d" % stack.port, "Origin": "http://evil.example:%d" % stack.port}
+    r = stack.request(method, path, headers=hdrs, json_body=body)
+    assert_error(r, 421, "misdirected_request")
+
+
+def test_loopback_names_are_allowed_hosts(stack):
+    for host in ("localhost", "127.0.0.1", "[::1]", "LocalHost."):
+        r = stack.request("GET", "/api/me", headers={"Host": "%s:%d" % (host, stack.port)})
+        assert r.status == 200, (host, r)
+        assert r.json()["auth"] == "loopback", r

@@ -381,6 +381,16 @@ static void test_auth_in_pipeline(void **state)
 	const char *const bearer_evil[] = { bearer, "HTTP_ORIGIN=http://evil.example", "CONTENT_TYPE=application/json", NULL };
 	run(&r, "POST", "/t/items", "{\"name\":\"x\"}", bearer_evil);
 	assert_int_equal(r.status, 201);
+	/* DNS rebinding: a Host outside AGENTTEST_ALLOWED_HOSTS is 421 before
+	 * routing, authentication or any handler, even with a matching Origin */
+	static const char *const rebound[] = { "HTTP_HOST=evil.example:8000", "HTTP_ORIGIN=http://evil.example:8000",
+					      "CONTENT_TYPE=application/json", NULL };
+	run(&r, "POST", "/t/items", "{\"name\":\"x\"}", rebound);
+	expect_error(&r, 421, "misdirected_request");
+	run(&r, "GET", "/health", NULL, rebound);
+	expect_error(&r, 421, "misdirected_request");
+	run(&r, "GET", "/no/such/route", NULL, rebound);
+	expect_error(&r, 421, "misdirected_request");
 	(void)state;
 }
 
