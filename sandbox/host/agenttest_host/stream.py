@@ -35,7 +35,7 @@ import time
 
 import numpy as np
 
-from . import frames
+from . import frames, seeding
 from .errors import error_meta, STRATEGY_FILE
 
 STREAM, STREAMING, STREAM_DONE = 0x10, 0x90, 0x91
@@ -77,6 +77,7 @@ def _load_classes(source):
     text = bytes(source).decode("utf-8", "replace")
     linecache.cache[STRATEGY_FILE] = (len(text), None, text.splitlines(True), STRATEGY_FILE)
     env = {"__name__": "strategy", "__file__": STRATEGY_FILE, "__builtins__": __builtins__}
+    seeding.seed_all(seeding.seed_for(source))   # before the code runs (seeding.py)
     exec(code, env)
     fcls, pcls = find_signal_classes(env)
     return fcls(), pcls()
