@@ -239,7 +239,7 @@ static void app_dispatch(struct fcgi_ctx *c, struct fcgi_exchange *x)
 		                 "X-Requested-With: XMLHttpRequest or a JSON body, or use a Bearer token");
 		return;
 	}
-	if (c->who.via == AUTH_VIA_QUERY) {
+	if (c->who.via == AUTH_VIA_QUERY && auth_query_cookie_ok(&c->req, fcgi_header(c, "HTTP_SEC_FETCH_SITE"))) {
 		const char *tok = req_query_get(&c->req, "token");
 		if (auth_cookie_safe(tok, strlen(tok))) {
 			struct buf ck = BUF_INIT;

@@ -185,6 +185,10 @@ void auth_setup(struct auth_config *cfg, const unsigned char key[SECRET_BYTES], 
  * the comma- or space-separated names of list (NULL: HOSTS_DEFAULT),
  * case-insensitively; false for NULL or a malformed value (hosts.c). */
 bool hosts_allowed(const char *list, const char *host);
+/* May a request authenticated by ?token= set the sign-in cookie? Only
+ * without a mantis_token cookie and with Sec-Fetch-Site (fetch_site, may be
+ * NULL) "same-origin" or "none" (login CSRF: a link on another site). */
+bool auth_query_cookie_ok(const struct fcgi_request *r, const char *fetch_site);
 /* True for REMOTE_ADDR exactly 127.0.0.1 or ::1. */
 bool auth_is_loopback(const char *remote_addr);
 /*

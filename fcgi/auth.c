@@ -21,6 +21,11 @@
  *    loopback) need a same-origin Origin, or X-Requested-With:
  *    XMLHttpRequest, or a JSON content type. Bearer and ?token= requests
  *    carry their credential explicitly and are exempt.
+ *  - Login CSRF: ?token= authenticates its own request, but it becomes the
+ *    sign-in cookie only when no mantis_token cookie exists yet and the
+ *    browser says the request was not started by another site
+ *    (Sec-Fetch-Site: same-origin, or none for an address the user typed
+ *    or bookmarked); a link on another site cannot sign the victim in.
  */
 #include <stdio.h>
 #include <string.h>
@@ -173,6 +178,15 @@ bool auth_csrf_ok(const struct fcgi_request *r, const struct fcgi_identity *who)
 	if (r->xrw != NULL && parse_ieq(r->xrw, strlen(r->xrw), "XMLHttpRequest"))
 		return true;
 	return req_is_json_type(r->content_type);
+}
+
+bool auth_query_cookie_ok(const struct fcgi_request *r, const char *fetch_site)
+{
+	const char *v;
+	size_t n;
+	if (req_cookie(r->cookie, "mantis_token", &v, &n))
+		return false;
+	return fetch_site != NULL && (strcmp(fetch_site, "same-origin") == 0 || strcmp(fetch_site, "none") == 0);
 }
 
 bool auth_cookie_safe(const char *v, size_t n)
