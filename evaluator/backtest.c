@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "evaluator/canon_json.h"
+#include "evaluator/implied.h"
 #include "evaluator/protocol.h"
 #include "evaluator/pyrepr.h"
 #include "xalloc.h"
@@ -267,6 +268,22 @@ static int bt_check_equity(struct bt_ctx *c, const double *E, size_t n)
 	return 0;
 }
 
+/* The simulate curve must be explained by trading the asset within the
+ * leverage limit (implied.h); res->equity gets the recomputed curve. */
+static int bt_implied(struct bt_ctx *c, const struct bt_request *rq, struct bt_result *res)
+{
+	struct implied_report rep;
+	char g[PYREPR_MAX], r[PYREPR_MAX], msg[256];
+	if (implied_equity(rq->prices, c->raw, rq->n, rq->engine.max_leverage, NULL, res->equity, &rep) == 0)
+		return 0;
+	pyrepr_double(rep.growth, g);
+	pyrepr_double(rep.ret, r);
+	snprintf(msg, sizeof msg, "equity grows %s at bar %zu while the asset returns %s: more than trading it at "
+		 "max_leverage %g explains (%zu such bars)", g, rep.first_bad, r, rq->engine.max_leverage, rep.unexplained);
+	bt_fail_bar(c, EV_BAD_OUTPUT, rep.first_bad, msg);
+	return -1;
+}
+
 /* First index in [0, n) where a and b differ bitwise, or n. */
 static size_t bt_first_diff(const double *a, const double *b, size_t n)
 {
@@ -323,6 +340,12 @@ static int bt_audit_last_bar(struct bt_ctx *c, size_t cut)
 		}
 	}
 	double s1 = (g[1] - g[0]) / (r[1] - r[0]);
+	/* the intercept k of g = 1 + w·r + k is what the bar earns whatever the
+	 * asset does: costs only (k <= 0), never a self-granted gain */
+	if (!(g[0] - 1 - s1 * r[0] <= IMPLIED_TOL * 1e3)) {
+		bt_audit_fail(c, "last_bar", cut, cut - 1);
+		return -1;
+	}
 	for (int j = 2; j < 4; j++) {
 		double sj = (g[j] - g[0]) / (r[j] - r[0]);
 		if (!(fabs(sj - s1) <= BT_AUDIT_EXPOSURE_TOL)) {
@@ -468,8 +491,8 @@ static int bt_full(struct bt_ctx *c)
 	if (bt_call(c, rq->n, NAN, c->raw) < 0)
 		return -1;
 	if (res->kind == BT_KIND_SIMULATE) {
-		res->equity = c->raw; /* shared: freed once, by bt_result_free */
-		return bt_check_equity(c, res->equity, rq->n);
+		res->equity = xcalloc(rq->n, sizeof *res->equity); /* scored: recomputed (implied.h) */
+		return bt_check_equity(c, c->raw, rq->n) < 0 ? -1 : bt_implied(c, rq, res);
 	}
 	res->equity = xcalloc(rq->n, sizeof *res->equity);
 	res->positions = xcalloc(rq->n, sizeof *res->positions);
