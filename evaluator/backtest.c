@@ -28,6 +28,9 @@
 
 #include "evaluator/canon_json.h"
 #include "evaluator/implied.h"
+
+/* Recomputed vs reported simulate equity, relative (bt_implied). */
+#define BT_IMPLIED_REL 1e-9
 #include "evaluator/protocol.h"
 #include "evaluator/pyrepr.h"
 #include "xalloc.h"
@@ -269,13 +272,27 @@ static int bt_check_equity(struct bt_ctx *c, const double *E, size_t n)
 }
 
 /* The simulate curve must be explained by trading the asset within the
- * leverage limit (implied.h); res->equity gets the recomputed curve. */
-static int bt_implied(struct bt_ctx *c, const struct bt_request *rq, struct bt_result *res)
+ * leverage limit (implied.h): any unexplained bar fails the run, and the
+ * equity recomputed from the implied exposures must match the curve to
+ * BT_IMPLIED_REL, so the curve scored (kept bit for bit, for exact reruns
+ * and verification) is the recomputed one up to rounding. */
+static int bt_implied(struct bt_ctx *c, const struct bt_request *rq)
 {
 	struct implied_report rep;
 	char g[PYREPR_MAX], r[PYREPR_MAX], msg[256];
-	if (implied_equity(rq->prices, c->raw, rq->n, rq->engine.max_leverage, NULL, res->equity, &rep) == 0)
+	double *q = xcalloc(rq->n, sizeof *q);
+	int rc = implied_equity(rq->prices, c->raw, rq->n, rq->engine.max_leverage, NULL, q, &rep);
+	size_t t = 0;
+	while (rc == 0 && t < rq->n && fabs(q[t] / c->raw[t] - 1) <= BT_IMPLIED_REL)
+		t++;
+	free(q);
+	if (rc == 0 && t == rq->n)
 		return 0;
+	if (rc == 0) {
+		snprintf(msg, sizeof msg, "equity at bar %zu is not what trading the asset gives", t);
+		bt_fail_bar(c, EV_BAD_OUTPUT, t, msg);
+		return -1;
+	}
 	pyrepr_double(rep.growth, g);
 	pyrepr_double(rep.ret, r);
 	snprintf(msg, sizeof msg, "equity grows %s at bar %zu while the asset returns %s: more than trading it at "
@@ -491,8 +508,8 @@ static int bt_full(struct bt_ctx *c)
 	if (bt_call(c, rq->n, NAN, c->raw) < 0)
 		return -1;
 	if (res->kind == BT_KIND_SIMULATE) {
-		res->equity = xcalloc(rq->n, sizeof *res->equity); /* scored: recomputed (implied.h) */
-		return bt_check_equity(c, c->raw, rq->n) < 0 ? -1 : bt_implied(c, rq, res);
+		res->equity = c->raw; /* shared: freed once, by bt_result_free */
+		return bt_check_equity(c, res->equity, rq->n) < 0 ? -1 : bt_implied(c, rq);
 	}
 	res->equity = xcalloc(rq->n, sizeof *res->equity);
 	res->positions = xcalloc(rq->n, sizeof *res->positions);
