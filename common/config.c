@@ -24,6 +24,7 @@ static const char *const config_known[] = {
 	"AGENTTEST_RUNNER_SLOTS", "AGENTTEST_SANDBOX", "AGENTTEST_DATA_DIR", "AGENTTEST_VAR_DIR",
 	"RUNNER_NOTIFY_DIR", "RUNNER_POLL_MS", "TRUSTED_STRATEGY_DIRS", "RUNS_MAX_QUEUED", "ARTIFACTS_DIR",
 	"AGENTTEST_SYNTH_DAYS", "AGENTTEST_CHECK_SOCKET", "AGENTTEST_CHECK_CONCURRENCY",
+	"AGENTTEST_ALLOWED_HOSTS",
 	/* scripts/stack.sh (docs/configuration.md, "Stack") */
 	"AGENTTEST_VAR", "AGENTTEST_BIN", "AGENTTEST_RATE_BURST", "AGENTTEST_NGINX_WORKERS",
 	"AGENTTEST_NGINX_KEEPALIVE", "AGENTTEST_NGINX_ACCESS_LOG", "AGENTTEST_DB_BUFFER_POOL",
@@ -323,8 +324,28 @@ bool config_auth_required(const struct config *cfg)
 	return cfg->mantis_auth_token != NULL || cfg->auth == CONFIG_AUTH_REQUIRED;
 }
 
+/* True if AGENTTEST_ALLOWED_HOSTS is unset or a non-empty list of host
+ * names and addresses separated by commas or spaces. */
+static bool config_hosts_ok(const struct config *cfg)
+{
+	const char *v = config_get(cfg, "AGENTTEST_ALLOWED_HOSTS");
+	bool any = false;
+	if (v == NULL || v[0] == '\0')
+		return true;
+	for (const char *p = v; *p; p++) {
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[], ", *p))
+			return false;
+		any |= *p != ',' && *p != ' ';
+	}
+	return any;
+}
+
 bool config_validate(const struct config *cfg, struct buf *err)
 {
+	if (!config_hosts_ok(cfg)) {
+		buf_printf(err, "AGENTTEST_ALLOWED_HOSTS must list host names or addresses separated by commas");
+		return false;
+	}
 	struct buf why = BUF_INIT;
 	if (cfg->mantis_auth_token != NULL && !strength_check(cfg->mantis_auth_token, &why)) {
 		buf_printf(err, "MANTIS_AUTH_TOKEN is too weak: it %s", buf_cstr(&why));

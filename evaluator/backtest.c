@@ -27,6 +27,10 @@
 #include <unistd.h>
 
 #include "evaluator/canon_json.h"
+#include "evaluator/implied.h"
+
+/* Recomputed vs reported simulate equity, relative (bt_implied). */
+#define BT_IMPLIED_REL 1e-9
 #include "evaluator/protocol.h"
 #include "evaluator/pyrepr.h"
 #include "xalloc.h"
@@ -267,6 +271,36 @@ static int bt_check_equity(struct bt_ctx *c, const double *E, size_t n)
 	return 0;
 }
 
+/* The simulate curve must be explained by trading the asset within the
+ * leverage limit (implied.h): any unexplained bar fails the run, and the
+ * equity recomputed from the implied exposures must match the curve to
+ * BT_IMPLIED_REL, so the curve scored (kept bit for bit, for exact reruns
+ * and verification) is the recomputed one up to rounding. */
+static int bt_implied(struct bt_ctx *c, const struct bt_request *rq)
+{
+	struct implied_report rep;
+	char g[PYREPR_MAX], r[PYREPR_MAX], msg[256];
+	double *q = xcalloc(rq->n, sizeof *q);
+	int rc = implied_equity(rq->prices, c->raw, rq->n, rq->engine.max_leverage, NULL, q, &rep);
+	size_t t = 0;
+	while (rc == 0 && t < rq->n && fabs(q[t] / c->raw[t] - 1) <= BT_IMPLIED_REL)
+		t++;
+	free(q);
+	if (rc == 0 && t == rq->n)
+		return 0;
+	if (rc == 0) {
+		snprintf(msg, sizeof msg, "equity at bar %zu is not what trading the asset gives", t);
+		bt_fail_bar(c, EV_BAD_OUTPUT, t, msg);
+		return -1;
+	}
+	pyrepr_double(rep.growth, g);
+	pyrepr_double(rep.ret, r);
+	snprintf(msg, sizeof msg, "equity grows %s at bar %zu while the asset returns %s: more than trading it at "
+		 "max_leverage %g explains (%zu such bars)", g, rep.first_bad, r, rq->engine.max_leverage, rep.unexplained);
+	bt_fail_bar(c, EV_BAD_OUTPUT, rep.first_bad, msg);
+	return -1;
+}
+
 /* First index in [0, n) where a and b differ bitwise, or n. */
 static size_t bt_first_diff(const double *a, const double *b, size_t n)
 {
@@ -323,6 +357,12 @@ static int bt_audit_last_bar(struct bt_ctx *c, size_t cut)
 		}
 	}
 	double s1 = (g[1] - g[0]) / (r[1] - r[0]);
+	/* the intercept k of g = 1 + w·r + k is what the bar earns whatever the
+	 * asset does: costs only (k <= 0), never a self-granted gain */
+	if (!(g[0] - 1 - s1 * r[0] <= IMPLIED_TOL * 1e3)) {
+		bt_audit_fail(c, "last_bar", cut, cut - 1);
+		return -1;
+	}
 	for (int j = 2; j < 4; j++) {
 		double sj = (g[j] - g[0]) / (r[j] - r[0]);
 		if (!(fabs(sj - s1) <= BT_AUDIT_EXPOSURE_TOL)) {
@@ -469,7 +509,7 @@ static int bt_full(struct bt_ctx *c)
 		return -1;
 	if (res->kind == BT_KIND_SIMULATE) {
 		res->equity = c->raw; /* shared: freed once, by bt_result_free */
-		return bt_check_equity(c, res->equity, rq->n);
+		return bt_check_equity(c, res->equity, rq->n) < 0 ? -1 : bt_implied(c, rq);
 	}
 	res->equity = xcalloc(rq->n, sizeof *res->equity);
 	res->positions = xcalloc(rq->n, sizeof *res->positions);

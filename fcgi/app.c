@@ -63,6 +63,9 @@ bool app_init(struct fcgi_app *app, const struct config *cfg, const struct fcgi_
 	if (app->router == NULL)
 		return false;
 	auth_setup(&app->auth, key, cfg->mantis_auth_token, cfg->auth == CONFIG_AUTH_REQUIRED);
+	app->auth.hosts = config_get(cfg, "AGENTTEST_ALLOWED_HOSTS");
+	if (app->auth.hosts != NULL && app->auth.hosts[0] == '\0')
+		app->auth.hosts = NULL;
 	app->health_db = -1;
 	randombytes_buf(rnd, sizeof rnd);
 	snprintf(app->rid_prefix, sizeof app->rid_prefix, "%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3]);
@@ -121,6 +124,7 @@ static const char *app_reason(int status)
 	case 409: return "Conflict";
 	case 413: return "Payload Too Large";
 	case 415: return "Unsupported Media Type";
+	case 421: return "Misdirected Request";
 	case 422: return "Unprocessable Entity";
 	case 429: return "Too Many Requests";
 	case 500: return "Internal Server Error";
@@ -235,7 +239,7 @@ static void app_dispatch(struct fcgi_ctx *c, struct fcgi_exchange *x)
 		                 "X-Requested-With: XMLHttpRequest or a JSON body, or use a Bearer token");
 		return;
 	}
-	if (c->who.via == AUTH_VIA_QUERY) {
+	if (c->who.via == AUTH_VIA_QUERY && auth_query_cookie_ok(&c->req, fcgi_header(c, "HTTP_SEC_FETCH_SITE"))) {
 		const char *tok = req_query_get(&c->req, "token");
 		if (auth_cookie_safe(tok, strlen(tok))) {
 			struct buf ck = BUF_INIT;
@@ -342,6 +346,9 @@ void app_handle(struct fcgi_app *app, struct fcgi_exchange *x)
 		app_request_id(app, c.rid);
 	if (rs != REQ_OK)
 		fcgi_reply_error(&c, 400, "bad_request", "%s", why);
+	else if (c.req.host != NULL && !hosts_allowed(app->auth.hosts, c.req.host))
+		fcgi_reply_error(&c, 421, "misdirected_request",
+				 "this server does not answer for that Host (see AGENTTEST_ALLOWED_HOSTS)");
 	else
 		app_dispatch(&c, x);
 	if (c.req.content_length == 0 || (c.req.content_length < 0 && c.req.method == HTTP_GET))

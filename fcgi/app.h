@@ -159,6 +159,7 @@ bool field_only(json_object *obj, const char *const *allowed, struct field_error
 /* ---- authentication (auth.c) ---- */
 
 struct auth_config {
+	const char   *hosts;         /* AGENTTEST_ALLOWED_HOSTS (NULL: HOSTS_DEFAULT) */
 	bool          required;      /* MANTIS_AUTH_TOKEN set or AGENTTEST_AUTH=required */
 	bool          have_shared;   /* MANTIS_AUTH_TOKEN set */
 	unsigned char shared_hash[TOKEN_HASH_BYTES];
@@ -178,6 +179,16 @@ enum auth_status {
 
 /* Prepare cfg: copy the key, hash MANTIS_AUTH_TOKEN (may be NULL). */
 void auth_setup(struct auth_config *cfg, const unsigned char key[SECRET_BYTES], const char *shared, bool required);
+/* The Host names answered by default: the loopback names. */
+#define HOSTS_DEFAULT "localhost,127.0.0.1,[::1]"
+/* True if the Host header value host (name, optional :port) names one of
+ * the comma- or space-separated names of list (NULL: HOSTS_DEFAULT),
+ * case-insensitively; false for NULL or a malformed value (hosts.c). */
+bool hosts_allowed(const char *list, const char *host);
+/* May a request authenticated by ?token= set the sign-in cookie? Only
+ * without a mantis_token cookie and with Sec-Fetch-Site (fetch_site, may be
+ * NULL) "same-origin" or "none" (login CSRF: a link on another site). */
+bool auth_query_cookie_ok(const struct fcgi_request *r, const char *fetch_site);
 /* True for REMOTE_ADDR exactly 127.0.0.1 or ::1. */
 bool auth_is_loopback(const char *remote_addr);
 /*

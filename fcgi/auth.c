@@ -14,11 +14,18 @@
  *    (MANTIS_AUTH_TOKEN set or AGENTTEST_AUTH=required) the answer is 401;
  *    otherwise a loopback client (REMOTE_ADDR exactly 127.0.0.1 or ::1, as
  *    nginx passes it; 127.0.0.2 is not loopback for this rule) is the local
- *    admin, and anyone else gets 401 explaining why.
+ *    admin, and anyone else gets 401 explaining why. The loopback rule needs
+ *    a Host header naming one of the allowed hosts (hosts.c: a rebound
+ *    domain reaches 127.0.0.1 too).
  *  - CSRF: state-changing requests that rely on ambient authority (cookie,
  *    loopback) need a same-origin Origin, or X-Requested-With:
  *    XMLHttpRequest, or a JSON content type. Bearer and ?token= requests
  *    carry their credential explicitly and are exempt.
+ *  - Login CSRF: ?token= authenticates its own request, but it becomes the
+ *    sign-in cookie only when no mantis_token cookie exists yet and the
+ *    browser says the request was not started by another site
+ *    (Sec-Fetch-Site: same-origin, or none for an address the user typed
+ *    or bookmarked); a link on another site cannot sign the victim in.
  */
 #include <stdio.h>
 #include <string.h>
@@ -128,7 +135,7 @@ enum auth_status auth_check(const struct auth_config *cfg, const struct fcgi_req
 		if (st != AUTH_OK)
 			return st;
 		who->authenticated = true;
-	} else if (auth_is_loopback(r->remote_addr) &&
+	} else if (auth_is_loopback(r->remote_addr) && hosts_allowed(cfg->hosts, r->host) &&
 	           (!cfg->required || access == ACCESS_ADMIN_OR_LOOPBACK)) {
 		who->via = AUTH_VIA_LOOPBACK;
 		who->authenticated = true;
@@ -171,6 +178,15 @@ bool auth_csrf_ok(const struct fcgi_request *r, const struct fcgi_identity *who)
 	if (r->xrw != NULL && parse_ieq(r->xrw, strlen(r->xrw), "XMLHttpRequest"))
 		return true;
 	return req_is_json_type(r->content_type);
+}
+
+bool auth_query_cookie_ok(const struct fcgi_request *r, const char *fetch_site)
+{
+	const char *v;
+	size_t n;
+	if (req_cookie(r->cookie, "mantis_token", &v, &n))
+		return false;
+	return fetch_site != NULL && (strcmp(fetch_site, "same-origin") == 0 || strcmp(fetch_site, "none") == 0);
 }
 
 bool auth_cookie_safe(const char *v, size_t n)

@@ -9,7 +9,10 @@ the template:
   #@if NAME         the lines up to the matching "#@endif" are kept only
                     when NAME was given with a value other than "" or "0";
   #@include FILE    replaced by FILE from nginx/snippets/, rendered the same
-                    way and indented like the directive.
+                    way and indented like the directive;
+  #@each NAME       the lines up to "#@endeach" repeated for every
+                    comma-separated item of NAME's value, with @ITEM@
+                    replaced by the item (empty items are skipped).
 
 Values end up inside nginx directives, so they are checked against a strict
 character set: a value from the environment can never add a directive
@@ -65,10 +68,28 @@ def render(path, values, depth=0):
         raise RenderError(f"{path}: includes nested too deeply")
     with open(path, encoding="utf-8") as f:
         lines = f.read().splitlines()
-    out, keep = [], [True]
+    out, keep, each = [], [True], None
     for no, line in enumerate(lines, 1):
         where = f"{os.path.basename(path)}:{no}"
         stripped = line.strip()
+        if each is not None:
+            if stripped == "#@endeach":
+                name, body = each
+                each = None
+                if keep[-1]:
+                    for item in filter(None, values.get(name, "").split(",")):
+                        out.extend(substitute(b, dict(values, ITEM=item), where) for b in body)
+            elif stripped.startswith("#@"):
+                raise RenderError(f"{where}: no directives inside #@each")
+            else:
+                each[1].append(line)
+            continue
+        if stripped.startswith("#@each "):
+            name = stripped[7:].strip()
+            if name not in values:
+                raise RenderError(f"{where}: no value given for #@each {name}")
+            each = (name, [])
+            continue
         if stripped.startswith("#@if "):
             name = stripped[5:].strip()
             keep.append(keep[-1] and values.get(name, "") not in ("", "0"))
@@ -91,6 +112,8 @@ def render(path, values, depth=0):
         out.append(substitute(line, values, where))
     if len(keep) != 1:
         raise RenderError(f"{path}: #@if without #@endif")
+    if each is not None:
+        raise RenderError(f"{path}: #@each without #@endeach")
     return out
 
 

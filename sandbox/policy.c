@@ -24,8 +24,18 @@
  * CLONE_THREAD or with namespace flags: EPERM; clone3: ENOSYS so glibc
  * falls back to clone, whose flags we can inspect), opening for writing and
  * changes to the file system (EACCES / EROFS) unless a writable work
- * directory was asked for, unknown ioctls (ENOTTY), prctl other than
- * thread names (EPERM), prlimit64 that sets limits (EPERM).
+ * directory was asked for, ioctls other than terminal queries and fd
+ * flags (ENOTTY), prctl other than thread names (EPERM), prlimit64 that
+ * sets limits (EPERM), file locks (ENOLCK), shared mappings of files
+ * (EACCES), sysinfo (ENOSYS). x32 system calls (same architecture, the
+ * __X32_SYSCALL_BIT set) are killed in-kernel by libseccomp's
+ * bad-architecture action, verdict SY with syscall "unknown".
+ *
+ * Channels between boxes. Concurrent boxes share the read-only root (the
+ * same files, the same inodes) and the kernel. Nothing one box can do to a
+ * shared object may be observable by another: no file locks or leases, no
+ * shared file mappings, no shared futex waits (see fd_rules), no sysinfo
+ * (process count, load and free memory move with other runs).
  *
  * W^X, strictly: no executable memory can be created after the exec.
  * mprotect may never add PROT_EXEC (so write-then-flip fails too), mmap
@@ -41,6 +51,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <linux/sched.h>
 #include <seccomp.h>
 #include <stdio.h>
@@ -62,7 +73,7 @@ static const char *const allow[] = {
 	/* descriptors and reading */
 	"read", "readv", "pread64", "preadv", "preadv2", "write", "writev",
 	"pwrite64", "pwritev", "pwritev2", "lseek", "close", "close_range",
-	"dup", "dup2", "dup3", "fcntl", "fstat", "stat", "lstat", "newfstatat",
+	"dup", "dup2", "dup3", "fstat", "stat", "lstat", "newfstatat",
 	"statx", "fstatfs", "statfs", "getdents64", "readlink", "readlinkat",
 	"access", "faccessat", "faccessat2", "getcwd", "chdir", "fchdir",
 	"pipe", "pipe2", "ftruncate", "fsync", "fdatasync", "fadvise64",
@@ -71,7 +82,7 @@ static const char *const allow[] = {
 	"poll", "ppoll", "select", "pselect6", "epoll_create", "epoll_create1",
 	"epoll_ctl", "epoll_wait", "epoll_pwait", "epoll_pwait2", "eventfd2",
 	"nanosleep", "clock_nanosleep", "clock_gettime", "clock_getres",
-	"gettimeofday", "time", "futex", "futex_waitv", "sched_yield",
+	"gettimeofday", "time", "sched_yield",
 	"sched_getaffinity", "sched_getparam", "sched_getscheduler",
 	"timerfd_create", "timerfd_settime", "timerfd_gettime",
 	/* memory (W^X rules for mmap/mprotect below) */
@@ -84,7 +95,7 @@ static const char *const allow[] = {
 	/* identity and information */
 	"getpid", "gettid", "getppid", "getuid", "geteuid", "getgid", "getegid",
 	"getgroups", "getresuid", "getresgid", "getpgrp", "getpgid", "getsid",
-	"uname", "sysinfo", "getrlimit", "getrusage", "times", "getrandom",
+	"uname", "getrlimit", "getrusage", "times", "getrandom",
 	"getpriority", "arch_prctl", "umask",
 	NULL,
 };
@@ -109,6 +120,94 @@ static void rule(scmp_filter_ctx ctx, bool *ok, uint32_t action, const char *nam
 		*ok = false;
 }
 
+/* One value of a call's argument and what it gets. */
+struct val_act {
+	uint64_t val;
+	uint32_t action;
+};
+
+/* Give `name` the action `act` for every value of argument `arg` in
+ * [lo, hi], as aligned power-of-two blocks (one masked comparison each:
+ * libseccomp takes at most one comparison per argument in a rule). */
+static void arg_range(scmp_filter_ctx ctx, bool *ok, const char *name, unsigned arg,
+                      uint64_t lo, uint64_t hi, uint32_t act)
+{
+	while (lo <= hi) {
+		unsigned k = 0;
+		while (k < 63 && (lo & ((2ULL << k) - 1)) == 0 && lo + ((2ULL << k) - 1) <= hi)
+			k++;
+		uint64_t size = 1ULL << k;
+		struct scmp_arg_cmp c = SCMP_CMP(arg, SCMP_CMP_MASKED_EQ, ~(size - 1), lo);
+		rule(ctx, ok, act, name, 1, &c);
+		if (lo + (size - 1) >= hi)
+			break;
+		lo += size;
+	}
+}
+
+/* Give `name` tab[i].action when argument `arg` equals tab[i].val (tab
+ * sorted by value, distinct), and fail it with err for every other value.
+ * The complement is written out (below the first, between neighbours,
+ * above the last) because in libseccomp a rule without arguments would
+ * take precedence over the argument-filtered ones. */
+static void arg_table(scmp_filter_ctx ctx, bool *ok, const char *name, unsigned arg,
+                      const struct val_act *tab, size_t n, int err)
+{
+	uint32_t other = SCMP_ACT_ERRNO((uint32_t)err);
+	for (size_t i = 0; i < n; i++) {
+		struct scmp_arg_cmp eq = SCMP_CMP(arg, SCMP_CMP_EQ, tab[i].val);
+		rule(ctx, ok, tab[i].action, name, 1, &eq);
+	}
+	struct scmp_arg_cmp lo = SCMP_CMP(arg, SCMP_CMP_LT, tab[0].val);
+	if (tab[0].val > 0)
+		rule(ctx, ok, other, name, 1, &lo);
+	for (size_t i = 0; i + 1 < n; i++)
+		if (tab[i].val + 1 < tab[i + 1].val)
+			arg_range(ctx, ok, name, arg, tab[i].val + 1, tab[i + 1].val - 1, other);
+	struct scmp_arg_cmp hi = SCMP_CMP(arg, SCMP_CMP_GT, tab[n - 1].val);
+	rule(ctx, ok, other, name, 1, &hi);
+}
+
+#define OK_ SCMP_ACT_ALLOW
+#define NOLCK SCMP_ACT_ERRNO(ENOLCK)
+
+/* Descriptor, lock, futex and mapping rules that close the channels
+ * between concurrent boxes: every file a box can open is shared with
+ * every other box (the read-only root), so nothing that one box can do
+ * to a file may be observable by another.
+ * - fcntl: descriptor flags, dup, pipe size and seal queries only; the
+ *   lock commands (F_GETLK/F_SETLK/F_SETLKW and the OFD variants) fail
+ *   with ENOLCK, anything else (leases, F_NOTIFY, F_SETOWN, ...) EINVAL;
+ *   flock fails with ENOLCK.
+ * - futex: process-private operations (FUTEX_PRIVATE_FLAG) only, plus a
+ *   plain shared FUTEX_WAKE (the strategy host waking the runner on the
+ *   run's own memfd; a wake is observable only by a waiter on the same
+ *   key, and a box cannot wait on a shared key); any other shared
+ *   operation is a violation (forbidden_syscall futex), because a shared
+ *   futex on a read-only file page is keyed by the file and would reach
+ *   every box mapping that file.
+ *   futex_waitv (its flags live in memory) fails with ENOSYS.
+ * - sysinfo fails with ENOSYS: its process count, load, free memory and
+ *   uptime move with the other runs on the host. */
+static void fd_rules(scmp_filter_ctx ctx, bool *ok)
+{
+	static const struct val_act fc[] = {
+		{ F_DUPFD, OK_ }, { F_GETFD, OK_ }, { F_SETFD, OK_ }, { F_GETFL, OK_ },
+		{ F_SETFL, OK_ }, { F_GETLK, NOLCK }, { F_SETLK, NOLCK }, { F_SETLKW, NOLCK },
+		{ F_OFD_GETLK, NOLCK }, { F_OFD_SETLK, NOLCK }, { F_OFD_SETLKW, NOLCK },
+		{ F_DUPFD_CLOEXEC, OK_ }, { F_SETPIPE_SZ, OK_ }, { F_GETPIPE_SZ, OK_ },
+		{ F_GET_SEALS, OK_ },
+	};
+	arg_table(ctx, ok, "fcntl", 1, fc, sizeof fc / sizeof fc[0], EINVAL);
+	rule(ctx, ok, SCMP_ACT_ERRNO(ENOLCK), "flock", 0, NULL);
+	struct scmp_arg_cmp priv = SCMP_A1(SCMP_CMP_MASKED_EQ, FUTEX_PRIVATE_FLAG, FUTEX_PRIVATE_FLAG);
+	rule(ctx, ok, SCMP_ACT_ALLOW, "futex", 1, &priv);
+	struct scmp_arg_cmp wake = SCMP_A1(SCMP_CMP_EQ, FUTEX_WAKE);
+	rule(ctx, ok, SCMP_ACT_ALLOW, "futex", 1, &wake);
+	rule(ctx, ok, SCMP_ACT_ERRNO(ENOSYS), "futex_waitv", 0, NULL);
+	rule(ctx, ok, SCMP_ACT_ERRNO(ENOSYS), "sysinfo", 0, NULL);
+}
+
 /* Open flags that mean writing. */
 #define WRITE_FLAGS (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND)
 /* clone flags that create namespaces or otherwise leave the box. */
@@ -124,12 +223,31 @@ static void arg_rules(scmp_filter_ctx ctx, bool *ok, const struct sbx_policy_opt
 	 * Anything else takes the default action (a violation). */
 	struct scmp_arg_cmp no_x = SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0);
 	rule(ctx, ok, SCMP_ACT_ALLOW, "mprotect", 1, &no_x);
-	rule(ctx, ok, SCMP_ACT_ALLOW, "mmap", 1, &no_x);
+	/* Mappings are private, except anonymous ones (visible only to this
+	 * process: there is no fork) and the run's own market memory, which
+	 * the runner passes as descriptor SBX_SHM_FD. A shared mapping of any
+	 * other file fails with EACCES (defence in depth: files are read-only,
+	 * and shared futex waits are refused, see fd_rules). */
+	const uint32_t kind = MAP_ANONYMOUS | MAP_TYPE;
+	struct scmp_arg_cmp anon[2] = { no_x, SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS, MAP_ANONYMOUS) };
+	struct scmp_arg_cmp priv[2] = { no_x, SCMP_A3(SCMP_CMP_MASKED_EQ, kind, MAP_PRIVATE) };
+	struct scmp_arg_cmp shm[3] = {
+		no_x, SCMP_A3(SCMP_CMP_MASKED_EQ, kind, MAP_SHARED), SCMP_A4(SCMP_CMP_EQ, SBX_SHM_FD),
+	};
+	rule(ctx, ok, SCMP_ACT_ALLOW, "mmap", 2, anon);
+	rule(ctx, ok, SCMP_ACT_ALLOW, "mmap", 2, priv);
+	rule(ctx, ok, SCMP_ACT_ALLOW, "mmap", 3, shm);
 	struct scmp_arg_cmp file_x[2] = {
 		SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_WRITE | PROT_EXEC, PROT_EXEC),
-		SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS, 0),
+		SCMP_A3(SCMP_CMP_MASKED_EQ, kind, MAP_PRIVATE),
 	};
 	rule(ctx, ok, SCMP_ACT_ALLOW, "mmap", 2, file_x);
+	struct scmp_arg_cmp shared_file[2] = {
+		SCMP_A3(SCMP_CMP_MASKED_EQ, kind, MAP_SHARED), SCMP_A4(SCMP_CMP_NE, SBX_SHM_FD),
+	};
+	struct scmp_arg_cmp validate = SCMP_A3(SCMP_CMP_MASKED_EQ, kind, MAP_SHARED_VALIDATE);
+	rule(ctx, ok, SCMP_ACT_ERRNO(EACCES), "mmap", 2, shared_file);
+	rule(ctx, ok, SCMP_ACT_ERRNO(EACCES), "mmap", 1, &validate);
 	/* threads only: CLONE_THREAD set, no namespace flag; other clones EPERM */
 	struct scmp_arg_cmp thr = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD | NS_FLAGS, CLONE_THREAD);
 	rule(ctx, ok, SCMP_ACT_ALLOW, "clone", 1, &thr);
@@ -175,17 +293,16 @@ static void arg_rules(scmp_filter_ctx ctx, bool *ok, const struct sbx_policy_opt
 	struct scmp_arg_cmp unix_fam = SCMP_A0(SCMP_CMP_EQ, AF_UNIX);
 	rule(ctx, ok, SCMP_ACT_ERRNO(EACCES), "socket", 1, &unix_fam);
 	rule(ctx, ok, SCMP_ACT_ERRNO(EACCES), "socketpair", 1, &unix_fam);
-	/* ioctl: terminal queries and fd flags only */
-	const unsigned long ioc[] = { TCGETS, TIOCGWINSZ, FIONREAD, FIONBIO, FIOCLEX, FIONCLEX };
-	for (size_t i = 0; i < sizeof ioc / sizeof ioc[0]; i++) {
-		struct scmp_arg_cmp a = SCMP_A1(SCMP_CMP_EQ, ioc[i]);
-		rule(ctx, ok, SCMP_ACT_ALLOW, "ioctl", 1, &a);
-	}
-	/* prctl: thread names; everything else fails */
-	struct scmp_arg_cmp pn1 = SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME);
-	struct scmp_arg_cmp pn2 = SCMP_A0(SCMP_CMP_EQ, PR_GET_NAME);
-	rule(ctx, ok, SCMP_ACT_ALLOW, "prctl", 1, &pn1);
-	rule(ctx, ok, SCMP_ACT_ALLOW, "prctl", 1, &pn2);
+	/* ioctl: terminal queries and fd flags; every other request ENOTTY */
+	static const struct val_act ioc[] = {
+		{ TCGETS, OK_ }, { TIOCGWINSZ, OK_ }, { FIONREAD, OK_ }, { FIONBIO, OK_ },
+		{ FIONCLEX, OK_ }, { FIOCLEX, OK_ },
+	};
+	arg_table(ctx, ok, "ioctl", 1, ioc, sizeof ioc / sizeof ioc[0], ENOTTY);
+	/* prctl: thread names; everything else EPERM */
+	static const struct val_act prc[] = { { PR_SET_NAME, OK_ }, { PR_GET_NAME, OK_ } };
+	arg_table(ctx, ok, "prctl", 0, prc, 2, EPERM);
+	fd_rules(ctx, ok);
 	/* prlimit64: reading only (new limit pointer NULL) */
 	struct scmp_arg_cmp rd = SCMP_A2(SCMP_CMP_EQ, 0);
 	rule(ctx, ok, SCMP_ACT_ALLOW, "prlimit64", 1, &rd);
@@ -198,8 +315,6 @@ static void errno_rules(scmp_filter_ctx ctx, bool *ok)
 {
 	for (int i = 0; allow[i]; i++)
 		rule(ctx, ok, SCMP_ACT_ALLOW, allow[i], 0, NULL);
-	/* prctl others, ioctl others: errno rather than a kill */
-	rule(ctx, ok, SCMP_ACT_ERRNO(ENOTTY), "ioctl", 0, NULL);
 	rule(ctx, ok, SCMP_ACT_ERRNO(EPERM), "sched_setaffinity", 0, NULL);
 	rule(ctx, ok, SCMP_ACT_ERRNO(EPERM), "setpriority", 0, NULL);
 }
@@ -221,8 +336,7 @@ int sbx_policy_build(const struct sbx_policy_opts *o, struct sbx_bpf *out, char 
 	}
 	errno_rules(ctx, &ok);
 	arg_rules(ctx, &ok, o);
-	/* ioctl has both specific allows and a general errno: libseccomp keeps
-	 * the most specific match; mmap/mprotect with W and X take the default. */
+	/* mmap/mprotect with W and X take the default. */
 	if (!ok) {
 		snprintf(err, errlen, "seccomp rule rejected");
 		goto out;

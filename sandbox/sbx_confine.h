@@ -24,6 +24,10 @@
 #include "sandbox/sandbox.h"
 
 /* ---- seccomp policy (policy.c) ------------------------------------------ */
+/* The descriptor number of the run's market memory inside the box (the
+ * only file a box may map shared; see policy.c). */
+#define SBX_SHM_FD 4
+
 struct sbx_policy_opts {
 	bool writable;  /* a read-write work dir exists: allow opening for writing */
 	bool notify;    /* report violations to a supervisor (else kill in-kernel) */

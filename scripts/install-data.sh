@@ -103,7 +103,7 @@ retry=1
   "FCGI_SOCKET=/run/agenttest/fcgi.sock" "STATIC_ROOT=$DATADIR/static" \
   "BODY_LIMIT=$body" "CLIENT_MAX_BODY=$((body + 65536))" \
   "RATE_RPM=$rpm" "RATE_BURST=$burst" "RETRY_AFTER=$retry" \
-  "UPSTREAM_KEEPALIVE=0" >"$tmp/agenttest.conf"
+  "UPSTREAM_KEEPALIVE=0" "ALLOWED_HOSTS=${AGENTTEST_ALLOWED_HOSTS:-localhost,127.0.0.1,[::1]}" >"$tmp/agenttest.conf"
 install_conf "$tmp/agenttest.conf" "$DESTDIR/etc/nginx/sites-available/agenttest.conf" 0644
 
 echo "install-data: installed under ${DESTDIR:-/}; next steps: docs/deployment.md"

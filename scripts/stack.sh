@@ -26,7 +26,7 @@
 # MANTIS_RATE_LIMIT_RPM, MANTIS_AUTH_TOKEN, AGENTTEST_WORKERS,
 # AGENTTEST_BODY_LIMIT, AGENTTEST_RATE_BURST, AGENTTEST_NGINX_WORKERS,
 # AGENTTEST_NGINX_KEEPALIVE, AGENTTEST_NGINX_ACCESS_LOG,
-# AGENTTEST_DB_BUFFER_POOL, AGENTTEST_VAR, AGENTTEST_BIN.
+# AGENTTEST_DB_BUFFER_POOL, AGENTTEST_ALLOWED_HOSTS, AGENTTEST_VAR, AGENTTEST_BIN.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -64,6 +64,7 @@ load_config() {
   UPSTREAM_KEEPALIVE=$(cfg AGENTTEST_NGINX_KEEPALIVE 0)
   NGINX_ACCESS_LOG=$(cfg AGENTTEST_NGINX_ACCESS_LOG 1)
   DB_BUFFER_POOL=$(cfg AGENTTEST_DB_BUFFER_POOL 128M)
+  ALLOWED_HOSTS=$(cfg AGENTTEST_ALLOWED_HOSTS "localhost,127.0.0.1,[::1]")
 
   [[ $HOST =~ ^[A-Za-z0-9.:-]{1,253}$ ]] || die "MANTIS_HOST is not a host name or address: '$HOST'"
   require_uint MANTIS_PORT "$PORT" 1 65535
@@ -73,6 +74,9 @@ load_config() {
   [ -z "$WORKERS" ] || require_uint AGENTTEST_WORKERS "$WORKERS" 1 256
   [ "$NGINX_WORKERS" = auto ] || require_uint AGENTTEST_NGINX_WORKERS "$NGINX_WORKERS" 1 64
   [[ $NGINX_ACCESS_LOG =~ ^[01]$ ]] || die "AGENTTEST_NGINX_ACCESS_LOG must be 0 or 1"
+  local hosts_re='^[][A-Za-z0-9.:,-]{1,1000}$'
+  [[ $ALLOWED_HOSTS =~ $hosts_re ]] ||
+    die "AGENTTEST_ALLOWED_HOSTS must be host names separated by commas: '$ALLOWED_HOSTS'"
   [[ $DB_BUFFER_POOL =~ ^[0-9]{1,6}[KMG]?$ ]] || die "AGENTTEST_DB_BUFFER_POOL must be a size like 128M"
 
   # A burst of half a minute's allowance by default, so a page load's
@@ -99,7 +103,7 @@ load_config() {
   export AGENTTEST_SECRET_FILE=$VAR/secret.key
   export AGENTTEST_FCGI_SOCKET=$FCGI_SOCKET
   export MANTIS_HOST=$HOST MANTIS_PORT=$PORT MANTIS_RATE_LIMIT_RPM=$RATE_RPM
-  export AGENTTEST_BODY_LIMIT=$BODY_LIMIT
+  export AGENTTEST_BODY_LIMIT=$BODY_LIMIT AGENTTEST_ALLOWED_HOSTS=$ALLOWED_HOSTS
   # The repository's migrations, wherever stack.sh is run from.
   export AGENTTEST_SQL_DIR=${AGENTTEST_SQL_DIR:-$REPO/sql}
   [ -z "$AUTH_TOKEN" ] || export MANTIS_AUTH_TOKEN=$AUTH_TOKEN

@@ -25,7 +25,58 @@
 
 #define EVAL_MAX_CODE   (1u << 20)
 #define EVAL_MAX_QUEUED 50
+#define EVAL_MAX_SAME   1   /* queued or running, per user, challenge and dataset */
 #define EVAL_LIST_MAX   200
+
+/* The per-user limits checked at enqueue, and the insert, in one
+ * transaction that locks the caller's user row (so two concurrent POSTs
+ * cannot both pass a count): at most EVAL_MAX_QUEUED queued evaluations
+ * (429 rate_limited) and at most EVAL_MAX_SAME queued or running
+ * evaluations of the same challenge on the same dataset (429
+ * concurrency_limit: two evaluations of one user running side by side
+ * could pass each other what they see, docs/api.md). Replies on failure. */
+static bool eval_enqueue(struct fcgi_ctx *c, long long uid, const char *challenge, long long dataset_id,
+			 const struct db_arg *ins, size_t nins)
+{
+	struct db *db = fcgi_db(c);
+	struct db_col q = DB_COL_INT, same = DB_COL_INT, lk = DB_COL_INT;
+	struct db_arg uarg = DB_ARG_INT(uid);
+	struct db_arg sargs[] = { DB_ARG_INT(uid), DB_ARG_TEXT(challenge), DB_ARG_INT(dataset_id) };
+	enum db_status st = db_begin(db);
+	if (st == DB_OK)
+		st = db_exec(db, "SELECT id FROM users WHERE id = ? FOR UPDATE", &uarg, 1, &lk, 1, NULL, NULL, NULL, 0);
+	if (st == DB_OK)
+		st = db_exec(db, "SELECT COUNT(*) FROM evaluations WHERE owner_id = ? AND status = 'queued'", &uarg, 1,
+			     &q, 1, NULL, NULL, NULL, 0);
+	if (st == DB_OK)
+		st = db_exec(db, "SELECT COUNT(*) FROM evaluations WHERE owner_id = ? AND challenge = ? AND dataset_id = ? "
+			     "AND status IN ('queued', 'running')", sargs, 3, &same, 1, NULL, NULL, NULL, 0);
+	if (st == DB_OK && q.i >= EVAL_MAX_QUEUED) {
+		db_rollback(db);
+		fcgi_reply_error(c, 429, "rate_limited", "%d evaluations already queued; wait for some to finish",
+				 EVAL_MAX_QUEUED);
+		return false;
+	}
+	if (st == DB_OK && same.i >= EVAL_MAX_SAME) {
+		db_rollback(db);
+		fcgi_reply_error(c, 429, "concurrency_limit",
+				 "an evaluation of %s on this dataset is already queued or running; at most %d at a time",
+				 challenge, EVAL_MAX_SAME);
+		return false;
+	}
+	if (st == DB_OK)
+		st = db_exec(db, "INSERT INTO evaluations (id, owner_id, challenge, mode, dataset_id, dataset_version, "
+			     "dataset_hash, code_hash, code, days_back, holdout_days, dev_only) "
+			     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", ins, nins, NULL, 0, NULL, NULL, NULL, 0);
+	if (st == DB_OK)
+		st = db_commit(db);
+	if (st != DB_OK) {
+		db_rollback(db);
+		fcgi_reply_db_error(c, st);
+		return false;
+	}
+	return true;
+}
 
 void h_evaluations_create(struct fcgi_ctx *c)
 {
@@ -87,19 +138,6 @@ void h_evaluations_create(struct fcgi_ctx *c)
 		return;
 	}
 	long long dataset_id = dcols[0].i;
-	struct db_col qcol = DB_COL_INT;
-	struct db_arg qarg = DB_ARG_INT(uid);
-	st = db_exec(fcgi_db(c), "SELECT COUNT(*) FROM evaluations WHERE owner_id = ? AND status = 'queued'", &qarg, 1,
-		     &qcol, 1, NULL, NULL, NULL, DB_IDEMPOTENT);
-	if (st != DB_OK) {
-		fcgi_reply_db_error(c, st);
-		return;
-	}
-	if (qcol.i >= EVAL_MAX_QUEUED) {
-		fcgi_reply_error(c, 429, "rate_limited", "%d evaluations already queued; wait for some to finish",
-				 EVAL_MAX_QUEUED);
-		return;
-	}
 	char id[37], chash[HASH_HEX_LEN + 1], days[40], hold[40];
 	rv_uuid(id);
 	hash_code(code, strlen(code), chash);
@@ -110,14 +148,8 @@ void h_evaluations_create(struct fcgi_ctx *c)
 		DB_ARG_TEXT(dsv), DB_ARG_TEXT(dhash), DB_ARG_TEXT(chash), DB_ARG_TEXT(code), DB_ARG_TEXT(days),
 		DB_ARG_TEXT(hold), DB_ARG_INT(dev_only ? 1 : 0),
 	};
-	st = db_exec(fcgi_db(c),
-		     "INSERT INTO evaluations (id, owner_id, challenge, mode, dataset_id, dataset_version, dataset_hash, "
-		     "code_hash, code, days_back, holdout_days, dev_only) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		     args, sizeof args / sizeof args[0], NULL, 0, NULL, NULL, NULL, 0);
-	if (st != DB_OK) {
-		fcgi_reply_db_error(c, st);
+	if (!eval_enqueue(c, uid, def->name, dataset_id, args, sizeof args / sizeof args[0]))
 		return;
-	}
 	rv_notify(c, "q");
 	struct buf *b = fcgi_body_buf(c);
 	buf_puts(b, "{\"id\":");

@@ -488,11 +488,12 @@ void h_strategy_versions_get(struct fcgi_ctx *c)
 		fcgi_reply_db_error(c, st);
 		return;
 	}
-	if (res.rows == 0) {
+	/* another user's version does not exist for the caller, as with
+	 * GET /strategies/{id}: its name, params and hash are the owner's */
+	if (res.rows == 0 || (!admin && cols[1].i != uid)) {
 		fcgi_reply_error(c, 404, "not_found", "strategy_version_id not found");
 		return;
 	}
-	bool mine = admin || cols[1].i == uid;
 	struct buf *b = fcgi_body_buf(c);
 	buf_printf(b, "{\"id\":%lld,\"strategy_id\":%lld,\"name\":", id, cols[0].i);
 	rv_str(b, name);
@@ -503,12 +504,9 @@ void h_strategy_versions_get(struct fcgi_ctx *c)
 	buf_puts(b, ",\"params\":");
 	rv_raw(b, params);
 	buf_puts(b, ",\"strategy_path\":");
-	rv_str(b, mine && spath[0] ? spath : NULL);
+	rv_str(b, spath[0] ? spath : NULL);
 	buf_puts(b, ",\"code\":");
-	if (mine)
-		cj_write_string(b, cols[8].buf, cols[8].len);
-	else
-		buf_puts(b, "null");
+	cj_write_string(b, cols[8].buf, cols[8].len);
 	buf_putc(b, '}');
 	fcgi_reply_buf(c, 200, "application/json");
 }

@@ -20,7 +20,7 @@ nginx_render() {
     "FCGI_SOCKET=$FCGI_SOCKET" "STATIC_ROOT=$STATIC_ROOT" \
     "BODY_LIMIT=$BODY_LIMIT" "CLIENT_MAX_BODY=$CLIENT_MAX_BODY" \
     "RATE_RPM=$RATE_RPM" "RATE_BURST=$RATE_BURST" "RETRY_AFTER=$RETRY_AFTER" \
-    "UPSTREAM_KEEPALIVE=$UPSTREAM_KEEPALIVE" || die "rendering the nginx site failed"
+    "UPSTREAM_KEEPALIVE=$UPSTREAM_KEEPALIVE" "ALLOWED_HOSTS=$ALLOWED_HOSTS" || die "rendering the nginx site failed"
 }
 
 # python_render TEMPLATE NAME=VALUE...: nginx/render.py with Debian's python.

@@ -137,7 +137,9 @@ def test_params_reach_the_strategy_and_cannot_change_annualisation(tmp_path, dem
     s = strategy(tmp_path, "def simulate(prices, params):\n"
                            "    m = params['m']\n"
                            "    return [1.0 + m * (p / prices[0] - 1) for p in prices]\n")
-    r = ok(base(tmp_path, s, demo, "--params", '{"m": 2.0, "steps_per_year": 1000000}'))
+    # a 2x curve: within the leverage limit only when the run allows 2 (issue 11)
+    fail(base(tmp_path, s, demo, "--params", '{"m": 2.0}'), "bad_output")
+    r = ok(base(tmp_path, s, demo, "--params", '{"m": 2.0, "steps_per_year": 1000000}', "--max-leverage", "2"))
     ref = pandas_metrics([1.0, 1.02, 1.04, 1.06, 1.08], S=365.0)
     assert close(r["metrics"]["sharpe"], ref["sharpe"])
     assert r["bars_per_year"] == 365.0

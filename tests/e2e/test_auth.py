@@ -9,6 +9,8 @@
 import json
 import secrets
 
+import pytest
+
 from helpers import assert_error
 
 REMOTE = "127.0.0.2"
@@ -54,7 +56,7 @@ def test_admin_cookie_from_remote(stack, admin_token):
 
 
 def test_query_token_sets_strict_httponly_cookie(stack, admin_token):
-    r = stack.get(f"/metrics?token={admin_token}", source=REMOTE)
+    r = stack.get(f"/metrics?token={admin_token}", source=REMOTE, headers={"Sec-Fetch-Site": "same-origin"})
     metrics_ok(r)
     cookies = [c for c in r.header_all("Set-Cookie") if c.startswith("mantis_token=")]
     assert len(cookies) == 1, r.header_all("Set-Cookie")
@@ -162,3 +164,42 @@ def test_auth_token_wrong_value_401(secured):
 def test_auth_token_db_tokens_still_work(secured):
     token = secured.create_token(role="user")
     assert secured.get("/runs", token=token, source="127.0.0.4").status == 200
+
+
+@pytest.mark.parametrize("method,path,body", [
+    ("POST", "/api/tokens", {}),            # the issue 11 attack: minted an admin token
+    ("GET", "/api/me", None),
+    ("GET", "/health", None),
+    ("GET", "/", None),                      # static files too
+])
+def test_dns_rebinding_foreign_host_is_421(stack, method, path, body):
+    """A domain rebound to 127.0.0.1 sends its own Host and a matching
+    Origin; only the Host name tells it apart: 421 before any handler."""
+    hdrs = {"Host": "evil.example:%d" % stack.port, "Origin": "http://evil.example:%d" % stack.port}
+    r = stack.request(method, path, headers=hdrs, json_body=body)
+    assert_error(r, 421, "misdirected_request")
+
+
+def test_loopback_names_are_allowed_hosts(stack):
+    for host in ("localhost", "127.0.0.1", "[::1]", "LocalHost."):
+        r = stack.request("GET", "/api/me", headers={"Host": "%s:%d" % (host, stack.port)})
+        assert r.status == 200, (host, r)
+        assert r.json()["auth"] == "loopback", r
+
+
+@pytest.mark.parametrize("headers", [
+    {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-User": "?1"},  # a link elsewhere
+    {"Sec-Fetch-Site": "same-site"},
+    {},                                                            # no browser metadata
+    {"Sec-Fetch-Site": "same-origin", "Cookie": "mantis_token=x"},  # a session exists
+])
+def test_login_csrf_query_token_sets_no_cookie(stack, user_token, headers):
+    """Issue 11 item 13: a link to /api/me?token=<attacker's token> must not
+    sign the victim in: ?token= answers its own request, but becomes the
+    cookie only for a same-origin (or typed) request without a session."""
+    r = stack.get(f"/api/me?token={user_token}", source=REMOTE, headers=headers)
+    if "Cookie" in headers:
+        assert r.status == 401, r      # the cookie is judged first, and it is wrong
+    else:
+        assert r.status == 200, r
+    assert not [c for c in r.header_all("Set-Cookie") if c.startswith("mantis_token=")], r.header_all("Set-Cookie")

@@ -192,3 +192,19 @@ def test_auth_matrix(stack, alice, method, path, body):
     assert r.status in (200, 202, 404), r
     if method == "GET" and path.startswith("/api/evaluations/"):
         assert r.status == 404
+
+
+def test_one_evaluation_per_challenge_and_dataset_at_a_time(stack):
+    """Issue 11 item 2: two evaluations of one user side by side could pass
+    each other what they see, so a second one of the same challenge and
+    dataset is refused while the first is queued or running."""
+    erin = Api(stack, stack.create_token(role="user"))
+    first = submit(erin, MOMENTUM)
+    r = erin.post("/api/evaluations", {"challenge": "ETH-1H-BINARY", "code": MOMENTUM, "days_back": 7,
+                                       "holdout_days": 2})
+    assert r.status == 429 and r.json()["code"] == "concurrency_limit", r
+    other = submit(erin, FAILING, challenge="ETH-HITFIRST-100M")   # another challenge is fine
+    assert wait_done(erin, first["id"])["status"] == "completed"
+    wait_done(erin, other["id"])
+    again = submit(erin, FAILING)                                   # once done, the next one is accepted
+    wait_done(erin, again["id"])

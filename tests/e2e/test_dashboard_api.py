@@ -171,7 +171,7 @@ def expired_cookie(r):
 
 def test_logout_expires_the_cookie(stack, user_token):
     # sign in the browser way first: the query token sets the cookie
-    r = stack.get(f"/api/me?token={user_token}", source=REMOTE)
+    r = stack.get(f"/api/me?token={user_token}", source=REMOTE, headers={"Sec-Fetch-Site": "same-origin"})
     assert r.status == 200
     set_attrs = [a.strip().lower() for a in r.header_all("Set-Cookie")[0].split(";")][1:]
     r = logout(stack, {"X-Requested-With": "XMLHttpRequest"}, cookie=user_token, source=REMOTE)

@@ -20,7 +20,8 @@ def dave(stack):
 
 
 def scaled(k):
-    """Buy-and-hold scaled by k: score grows with k."""
+    """Buy-and-hold scaled by k: score grows with k (k <= 1: a simulate curve
+    stays within the default leverage limit of 1, issue 11)."""
     return ("def simulate(prices, params):\n"
             f"    k = {k!r}\n"
             "    p0 = prices[0]\n"
@@ -31,9 +32,9 @@ def scaled(k):
 def board(carol, dave):
     """Three strategies on v1 with known order, one run twice, plus bad ones."""
     tag = secrets.token_hex(3)
-    v_low = carol.submit(scaled(0.5) + f"# {tag}\n", f"low-{tag}")["strategy_version_id"]
-    v_mid = carol.submit(scaled(1.0) + f"# {tag}\n", f"mid-{tag}")["strategy_version_id"]
-    v_top = dave.submit(scaled(2.0) + f"# {tag}\n", f"top-{tag}")["strategy_version_id"]
+    v_low = carol.submit(scaled(0.25) + f"# {tag}\n", f"low-{tag}")["strategy_version_id"]
+    v_mid = carol.submit(scaled(0.5) + f"# {tag}\n", f"mid-{tag}")["strategy_version_id"]
+    v_top = dave.submit(scaled(1.0) + f"# {tag}\n", f"top-{tag}")["strategy_version_id"]
     runs = {
         "low": carol.run(v_low, dataset_version="v1"),
         "mid1": carol.run(v_mid, dataset_version="v1"),
@@ -46,7 +47,7 @@ def board(carol, dave):
     runs["huge"] = carol.run(bad, dataset_version="v1")
     peek = carol.submit(example("momentum_lookahead.py"), f"peek-{tag}")["strategy_version_id"]
     runs["peek"] = carol.run(peek, dataset_version="v1")
-    noaudit = carol.submit(scaled(3.0) + f"# {tag}\n", f"noaudit-{tag}")["strategy_version_id"]
+    noaudit = carol.submit(scaled(0.75) + f"# {tag}\n", f"noaudit-{tag}")["strategy_version_id"]
     runs["noaudit"] = carol.run(noaudit, dataset_version="v1", audit=False)
     return {"versions": (v_low, v_mid, v_top), "runs": runs, "bad": (bad, peek, noaudit)}
 

@@ -131,6 +131,6 @@ def test_secured_stack_needs_a_token(stack_factory):
     me = s.get("/api/me", token=tok).json()
     assert me["user"] == "mantis-admin" and me["shared_token"] is True and me["role"] == "admin"
     # ?token= sets the cookie the dashboard relies on
-    r = s.get(f"/api/me?token={tok}")
+    r = s.get(f"/api/me?token={tok}", headers={"Sec-Fetch-Site": "same-origin"})
     assert r.status == 200
     assert any(c.startswith("mantis_token=") and "HttpOnly" in c for c in r.header_all("Set-Cookie"))

@@ -246,10 +246,11 @@ def test_params_reach_the_strategy_and_the_hash(alice):
             "    return [1.0 + k * (p / p0 - 1.0) for p in prices]\n")
     vid = submit(alice, code, "scaled")
     one = alice.run(vid, dataset_version="v1", params={"k": 1})
-    two = alice.run(vid, dataset_version="v1", params={"k": 2})
-    assert two["metrics"]["total_return"] == pytest.approx(2 * one["metrics"]["total_return"])
+    # k < 1: a simulate curve must stay within the leverage limit (1 by default, issue 11)
+    two = alice.run(vid, dataset_version="v1", params={"k": 0.5})
+    assert two["metrics"]["total_return"] == pytest.approx(0.5 * one["metrics"]["total_return"])
     assert one["config_hash"] != two["config_hash"]
-    assert two["params"] == {"k": 2}
+    assert two["params"] == {"k": 0.5}
     assert json.dumps(one["params"]) == '{"k": 1}'
 
 

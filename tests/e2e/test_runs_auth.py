@@ -1,8 +1,13 @@
-"""The auth matrix of every route of the runs API (issue 5): no credential
-from a non-loopback client, a user, another user, an admin."""
+"""The auth matrix of every route of the runs API (issue 5) and of every
+by-id route of the API (issue 11): no credential from a non-loopback client,
+a user, another user, an admin."""
+import pathlib
+import re
+
 import pytest
 
 from runs_helpers import Api, BUY_AND_HOLD, EXAMPLES, REMOTE
+from test_challenges import FAILING
 
 
 @pytest.fixture(scope="module")
@@ -13,8 +18,11 @@ def world(stack):
     v = owner.submit(BUY_AND_HOLD + "# auth\n", "auth-matrix")
     run = owner.run(v["strategy_version_id"], dataset_version="v1")
     assert run["status"] == "completed"
+    ev = owner.post("/api/evaluations", {"challenge": "ETH-1H-BINARY", "code": FAILING, "days_back": 7,
+                                         "holdout_days": 2})
+    assert ev.status == 202, ev
     return {"owner": owner, "other": other, "admin": admin, "sid": v["strategy_id"],
-            "vid": v["strategy_version_id"], "rid": run["run_id"]}
+            "vid": v["strategy_version_id"], "rid": run["run_id"], "eid": ev.json()["id"]}
 
 
 # (method, path template, body, expectation per caller: owner, other, admin)
@@ -24,7 +32,7 @@ ROUTES = [
     ("POST", "/strategies", {"strategy_path": str(EXAMPLES / "buy_and_hold.py")}, (403, 403, "ok")),
     ("GET", "/strategies", None, ("ok", "ok", "ok")),
     ("GET", "/strategies/{sid}", None, ("ok", 404, "ok")),
-    ("GET", "/strategies/versions/{vid}", None, ("ok", "ok", "ok")),
+    ("GET", "/strategies/versions/{vid}", None, ("ok", 404, "ok")),
     ("POST", "/runs", {"strategy_version_id": "{vid}", "dataset_version": "v1"}, ("ok", 404, "ok")),
     ("GET", "/runs", None, ("ok", "ok", "ok")),
     ("GET", "/runs/{rid}", None, ("ok", 404, "ok")),
@@ -36,12 +44,16 @@ ROUTES = [
     ("GET", "/defaults", None, ("ok", "ok", "ok")),
     ("GET", "/datasets", None, ("ok", "ok", "ok")),
     ("GET", "/datasets/v1", None, ("ok", "ok", "ok")),
+    ("GET", "/api/evaluations/{eid}", None, ("ok", 404, "ok")),
+    ("GET", "/api/challenges/ETH-1H-BINARY/leaderboard", None, ("ok", "ok", "ok")),
 ]
+# by-id routes with a side effect, tested on their own below
+SEPARATE = {"/api/tokens/{id}/revoke"}
 
 
 def fill(x, w):
     if isinstance(x, str):
-        if x in ("{vid}", "{sid}"):
+        if x in ("{vid}", "{sid}", "{eid}"):
             return w[x[1:-1]]
         return x.format(**w)
     if isinstance(x, dict):
@@ -62,3 +74,28 @@ def test_matrix(stack, world, method, path, body, expect):
         else:
             assert r.status == want, (who, url, r)
             assert r.json()["code"] in ("forbidden", "not_found", "conflict")
+
+
+def test_every_by_id_route_is_in_the_matrix():
+    """Every route of fcgi/routes.c with a parameter is covered here."""
+    table = (pathlib.Path(__file__).resolve().parents[2] / "fcgi" / "routes.c").read_text()
+    by_id = set(re.findall(r'"(/[^"]*\{[^"]*)"', table))
+    covered = {re.sub(r"\{\w+\}", "{}", p) for _, p, _, _ in ROUTES}
+    covered |= {re.sub(r"\{\w+\}", "{}", p) for p in SEPARATE}
+    concrete = {re.sub(r"/(v1|ETH-1H-BINARY)(/|$)", r"/{}\2", p) for p in covered}
+    missing = {p for p in by_id if re.sub(r"\{\w+\}", "{}", p) not in covered | concrete}
+    assert not missing, missing
+
+
+def test_token_revoke_by_id(stack, world):
+    """Another user's token is 404 (not revealed); the owner and admins revoke."""
+    mint = world["owner"].post("/api/tokens", {"label": "matrix"})
+    assert mint.status == 201, mint
+    tid = mint.json()["id"]
+    url = f"/api/tokens/{tid}/revoke"
+    assert stack.request("POST", url, json_body={}, source=REMOTE).status == 401
+    r = world["other"].post(url)
+    assert r.status == 404 and r.json()["code"] == "not_found", r
+    assert world["admin"].post(url).status == 200
+    mint2 = world["owner"].post("/api/tokens", {"label": "matrix2"}).json()
+    assert world["owner"].post(f"/api/tokens/{mint2['id']}/revoke").status == 200

@@ -179,7 +179,20 @@ def render(*values):
 
 SITE_VALUES = ["LISTEN=127.0.0.1:1", "SERVER_NAME=_", "ACCESS_LOG=off", "FCGI_SOCKET=/x.sock",
                "STATIC_ROOT=/s", "BODY_LIMIT=1024", "CLIENT_MAX_BODY=66560", "RATE_BURST=1",
-               "RETRY_AFTER=1", "UPSTREAM_KEEPALIVE=0"]
+               "RETRY_AFTER=1", "UPSTREAM_KEEPALIVE=0", "ALLOWED_HOSTS=localhost,127.0.0.1,[::1]"]
+
+
+def test_renderer_allowed_hosts_map():
+    """#@each repeats the map entry per host (issue 11 item 11)."""
+    values = [v for v in SITE_VALUES if not v.startswith("ALLOWED_HOSTS=")]
+    r = render(*values, "RATE_RPM=0", "ALLOWED_HOSTS=agenttest.example.org,localhost")
+    assert r.returncode == 0, r.stderr
+    block = r.stdout.split("map $host $agenttest_host_ok {", 1)[1].split("}", 1)[0]
+    entries = [l.strip() for l in block.splitlines() if l.strip()]
+    assert entries == ["default 0;", '"agenttest.example.org" 1;', '"localhost" 1;'], entries
+    assert r.stdout.count("if ($agenttest_host_ok = 0)") == 3   # both API locations and static files
+    bad = render(*values, "RATE_RPM=0", "ALLOWED_HOSTS=evil;return")
+    assert bad.returncode == 2 and "unsafe value" in bad.stderr
 
 
 def test_renderer_rate_limit_zero_removes_limit_req():

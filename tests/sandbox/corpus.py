@@ -36,6 +36,15 @@ SLOW_LIMITS = ["--cpu=30", "--wall=60"]  # later options win in sbx-drive
 RET = "\ndef simulate(prices, params):\n    return [1.0] * len(prices)\n"
 
 
+# A word of a read-only private mapping of a file every box can map: a
+# shared futex on it would be keyed by the file, so it would reach other boxes.
+FILE_WORD = ("import ctypes, os, time\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+             "libc.mmap.restype = ctypes.c_void_p\n"
+             "libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]\n"
+             "fd = os.open('/usr/bin/python3', os.O_RDONLY)\naddr = libc.mmap(None, 4096, 1, 2, fd, 0)\n"
+             "word = ctypes.c_uint32.from_address(addr + 64).value\naddr += 64\n")
+
+
 def case(src, expect, modes=("zygote", "oneshot"), check=None, slow=False):
     """slow: benign heavy work, run with generous limits (SLOW_LIMITS)."""
     return {"src": src, "expect": set(expect), "modes": modes, "check": check, "slow": slow}
@@ -198,6 +207,53 @@ CASES = {
         "    raise RuntimeError('ESCAPED: TIOCSTI')\nexcept OSError:\n    pass\n", ["OK"]),
     "segfault": case("import ctypes\nctypes.string_at(0)\n", ["SG"]),
     "hard_exit": case("import os\nos._exit(7)\n", ["RE"], check=lambda r, h: r["exitcode"] == 7),
+    # --- channels between boxes (single-box half; the two-box attacks are below) ---
+    "file_locks_refused": case(
+        "import errno, fcntl, struct\nf = open('/usr/bin/python3', 'rb')\n"
+        "for what, op in (('lockf', lambda: fcntl.lockf(f, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, 0)),\n"
+        "                 ('flock', lambda: fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)),\n"
+        "                 ('getlk', lambda: fcntl.fcntl(f, fcntl.F_GETLK, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 1, 0))),\n"
+        "                 ('ofd', lambda: fcntl.fcntl(f, 37, struct.pack('hhqqi', fcntl.F_RDLCK, 0, 0, 1, 0))),\n"
+        "                 ('lease', lambda: fcntl.fcntl(f, 1024, fcntl.F_RDLCK))):\n"
+        "    try:\n        op()\n        raise RuntimeError('ESCAPED: ' + what + ' worked')\n"
+        "    except OSError as e:\n"
+        "        if e.errno not in (errno.ENOLCK, errno.EINVAL):\n"
+        "            raise RuntimeError('ESCAPED: ' + what + ' errno ' + str(e.errno))\n", ["OK"]),
+    "mmap_shared_file": case(
+        # fd 4 is the run's market memory, the one descriptor that may be mapped shared
+        "import mmap, os\nf = open('/usr/bin/python3', 'rb')\nfd = f.fileno() if f.fileno() != 4 else os.dup(4)\ntry:\n"
+        "    mmap.mmap(fd, 4096, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)\n"
+        "    raise RuntimeError('ESCAPED: shared file mapping')\nexcept PermissionError:\n    pass\n"
+        "mmap.mmap(f.fileno(), 4096, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ).close()\n"
+        "mmap.mmap(-1, 4096).close()\n", ["OK"]),
+    "futex_shared_wait": case(
+        FILE_WORD + "libc.syscall(202, ctypes.c_void_p(addr), 0, word, None, None, 0)\n"
+        "raise RuntimeError('ESCAPED: shared futex wait returned')\n", ["SY"],
+        check=lambda r, h: r["syscall"] == "futex"),
+    "sysinfo_refused": case(
+        "import ctypes, errno\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "r = libc.sysinfo(ctypes.create_string_buffer(128))\n"
+        + escaped_if("r == 0 or ctypes.get_errno() != errno.ENOSYS", "sysinfo answered"), ["OK"]),
+    "prctl_eperm": case(
+        "import ctypes, errno\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "for op in (4, 22, 38, 1499557217):\n    r = libc.prctl(op, 0, 0, 0, 0)\n"
+        "    if r != -1 or ctypes.get_errno() != errno.EPERM:\n"
+        "        raise RuntimeError('prctl %d gave %d errno %d' % (op, r, ctypes.get_errno()))\n"
+        "assert libc.prctl(15, b'worker', 0, 0, 0) == 0\n", ["OK"]),
+    "ioctl_allowed": case(
+        "import fcntl, os, termios, errno\nr, w = os.pipe()\nos.set_blocking(r, False)\n"
+        "assert not os.get_blocking(r)\nos.write(w, b'abc')\n"
+        "assert int.from_bytes(fcntl.ioctl(r, termios.FIONREAD, b'\\0' * 4), 'little') == 3\n"
+        "fcntl.ioctl(r, termios.FIOCLEX)\nfcntl.ioctl(r, termios.FIONCLEX)\n"
+        "try:\n    fcntl.ioctl(r, termios.TIOCGPGRP, b'\\0' * 4)\n    raise RuntimeError('TIOCGPGRP worked')\n"
+        "except OSError as e:\n    assert e.errno == errno.ENOTTY, e\n", ["OK"]),
+    "x32_syscall": case(
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall(0x40000000 + 39)\n"
+        "raise RuntimeError('ESCAPED: x32 getpid ran')\n", ["SY"]),
+    "x32_syscall_thread": case(
+        "import ctypes, threading\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "t = threading.Thread(target=lambda: libc.syscall(0x40000000 + 39))\nt.start(); t.join()\n"
+        "raise RuntimeError('ESCAPED: x32 getpid ran in a thread')\n", ["SY"]),
     # --- benign: must work ---
     "benign_numpy": case(
         "import numpy as np\nassert abs(np.linalg.inv(np.eye(3) * 2).sum() - 1.5) < 1e-12\n", ["OK"]),
@@ -250,6 +306,39 @@ LEAKS = {
     "leak_files": (
         "for p in ('/tmp/leak', '/leak'):\n    try:\n        open(p, 'w').write('x')\n    except OSError:\n        pass\n",
         "import os\n" + escaped_if("os.path.exists('/tmp/leak') or os.path.exists('/leak')", "file leaked")),
+}
+
+
+# Cross-box channels (issue 11 item 2): name -> (scout, scorer, scorer's
+# expected statuses). The scout runs in box 14, the scorer concurrently in
+# box 15; the scorer raises ESCAPED if it observes the scout.
+CROSS_BOX = {
+    "cross_box_lock": (
+        "import fcntl, os, time\nf = open('/usr/bin/python3', 'rb')\n"
+        "for op in (lambda: fcntl.lockf(f, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, 0),\n"
+        "           lambda: fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB),\n"
+        "           lambda: fcntl.fcntl(f, 37, __import__('struct').pack('hhqqi', fcntl.F_RDLCK, 0, 0, 1, 0))):\n"
+        "    try:\n        op()\n    except OSError:\n        pass\ntime.sleep(2.0)\n",
+        "import errno, fcntl, struct, time\ntime.sleep(0.7)\nf = open('/usr/bin/python3', 'rb')\n"
+        "for cmd in (fcntl.F_GETLK, 36):\n    try:\n"
+        "        r = fcntl.fcntl(f, cmd, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 1, 0))\n"
+        "        if struct.unpack('hhqqi', r)[0] != fcntl.F_UNLCK:\n"
+        "            raise RuntimeError('ESCAPED: saw the other box lock')\n"
+        "    except OSError as e:\n        assert e.errno == errno.ENOLCK, e\n"
+        "try:\n    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\nexcept BlockingIOError:\n"
+        "    raise RuntimeError('ESCAPED: flock held by the other box')\nexcept OSError as e:\n"
+        "    assert e.errno == errno.ENOLCK, e\n",
+        {"OK"}),
+    "cross_box_futex": (
+        "time.sleep(0.7)\n".join(["import time\n", FILE_WORD])
+        + "end = time.time() + 2.0\nwhile time.time() < end:\n"
+        "    n = libc.syscall(202, ctypes.c_void_p(addr), 1, 1, None, None, 0)\n"
+        "    if n > 0:\n        raise RuntimeError('ESCAPED: woke a waiter in another box')\n"
+        "    time.sleep(0.01)\n",
+        FILE_WORD + "ts = (ctypes.c_long * 2)(3, 0)\nt0 = time.time()\n"
+        "r = libc.syscall(202, ctypes.c_void_p(addr), 0, word, ts, None, 0)\n"
+        + escaped_if("r == 0 and time.time() - t0 < 2.5", "woken by the other box"),
+        {"SY"}),
 }
 
 
@@ -469,6 +558,24 @@ def main():
             ra = json.loads(pa.communicate(timeout=120)[0].decode().splitlines()[0])
             fail = judge("spy", rb, {"OK"}, None, lis) or judge("sleeper", ra, {"OK"}, None, lis)
             results.append((mode, "concurrent_isolation", fail is None, fail or "", time.time() - t0))
+        # two cooperating boxes: a scout that signals, a scorer that listens
+        for kind, (scout_src, scorer_src, want) in CROSS_BOX.items():
+            sp, rp = (os.path.join(tmpdir, "src", "%s_%s.py" % (kind, w)) for w in ("scout", "scorer"))
+            for path, src in ((sp, scout_src), (rp, scorer_src)):
+                with open(path, "w") as f:
+                    f.write(src + RET)
+            for mode in ("zygote", "oneshot"):
+                menv = dict(env)
+                menv["AGENTTEST_SANDBOX_ZYGOTE"] = "1" if mode == "zygote" else "0"
+                pre = ["--prestart"] if mode == "zygote" else []
+                t0 = time.time()
+                pa = subprocess.Popen([args.drive, "--box=14"] + pre + [sp], env=menv, stdout=subprocess.PIPE)
+                rb = run_drive(args.drive, [rp], menv, ["--box=15"] + pre)[0]
+                ra = json.loads(pa.communicate(timeout=120)[0].decode().splitlines()[0])
+                fail = judge("scorer", rb, want, None, lis) or judge("scout", ra, {"OK"}, None, lis)
+                if not fail and want == {"SY"} and rb.get("syscall") != "futex":
+                    fail = "scorer ended on %s, expected the futex wait to be refused" % rb.get("syscall")
+                results.append((mode, kind, fail is None, fail or "", time.time() - t0))
         # a private work dir of one run is invisible to another
         wa, wb = os.path.join(tmpdir, "work-a"), os.path.join(tmpdir, "work-b")
         for w in (wa, wb):

@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from . import check, frames
+from . import check, frames, seeding
 from .errors import error_meta, STRATEGY_FILE
 
 KINDS = ("simulate", "positions")
@@ -21,9 +21,10 @@ KINDS = ("simulate", "positions")
 class Strategy:
     """A loaded strategy: its entry point and kind."""
 
-    def __init__(self, kind, fn):
+    def __init__(self, kind, fn, source):
         self.kind = kind
         self.fn = fn
+        self.source = source
 
 
 def _load(meta, body):
@@ -35,6 +36,7 @@ def _load(meta, body):
     text = source.decode("utf-8", "replace")
     linecache.cache[STRATEGY_FILE] = (len(text), None, text.splitlines(True), STRATEGY_FILE)
     env = {"__name__": "strategy", "__file__": STRATEGY_FILE, "__builtins__": __builtins__}
+    seeding.seed_all(seeding.seed_for(source))
     exec(code, env)
     if want == "auto":
         kind = next((k for k in KINDS if callable(env.get(k))), None)
@@ -45,7 +47,7 @@ def _load(meta, body):
     if kind is None:
         names = " or ".join("%s(prices, params)" % k for k in (KINDS if want == "auto" else (want,)))
         raise ValueError("Strategy must define %s" % names)
-    return Strategy(kind, env[kind])
+    return Strategy(kind, env[kind], source)
 
 
 class OutputError(Exception):
@@ -79,6 +81,7 @@ def _run(chan, strat, prices, meta):
             raise frames.ProtocolError("RUN 'last' must be a float and bars >= 1")
         plist[-1] = last
     try:
+        seeding.seed_all(seeding.seed_for(strat.source, params))
         result = strat.fn(plist, params)
     except BaseException as exc:  # noqa: B902 - SystemExit is a strategy error too
         if isinstance(exc, KeyboardInterrupt):

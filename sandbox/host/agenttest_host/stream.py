@@ -15,10 +15,11 @@ read-write and the data read-only, load the code, answer STREAMING
 
 The runner writes bar t+1 only after it has read row t back, so no future
 bar exists in this process. Waiting spins for spin_us on the sequence word
-and then sleeps on it with futex(2) (via ctypes), after raising a "sleeping"
-flag that tells the other side to issue a FUTEX_WAKE; a full barrier (an
-uncontended lock round trip, a locked instruction) separates our store of
-seq_h from our load of the runner's flag. The runner ends with cmd = DONE;
+and then yields and naps in 50 us steps (_poll: the sandbox refuses shared
+futex waits); after publishing seq_h we wake the runner with FUTEX_WAKE
+when its "sleeping" flag is up; a full barrier (an uncontended lock round
+trip, a locked instruction) separates our store of seq_h from our load of
+the runner's flag. The runner ends with cmd = DONE;
 we answer STREAM_DONE {steps, compute_calls, strategy_s} and return to the
 request loop. A strategy exception sets status = 1, sends an ERROR frame,
 then publishes seq_h.
@@ -34,29 +35,25 @@ import time
 
 import numpy as np
 
-from . import frames
+from . import frames, seeding
 from .errors import error_meta, STRATEGY_FILE
 
 STREAM, STREAMING, STREAM_DONE = 0x10, 0x90, 0x91
 
 # control page (u32 word indexes; i64 index for t and the counters)
 W_SEQ_R, W_CMD, Q_T, W_RSLEEP = 16, 17, 9, 20
-W_SEQ_H, W_STATUS, W_DIM, W_HSLEEP, Q_STRAT_NS, Q_COMPUTES = 32, 33, 34, 35, 18, 19
+W_SEQ_H, W_STATUS, W_DIM, Q_STRAT_NS, Q_COMPUTES = 32, 33, 34, 18, 19
 CMD_STEP, CMD_DONE = 0, 1
 SLOT_OFFSET = 4096
 MAGIC = b"ATSTRM01"
 
 _SYS_FUTEX = {"x86_64": 202, "aarch64": 98}.get(os.uname().machine)
-FUTEX_WAIT, FUTEX_WAKE = 0, 1
-
-
-class _Timespec(ctypes.Structure):
-    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+FUTEX_WAKE = 1
 
 
 class _Futex:
-    """futex(2) on words of the shared mapping (None when unavailable: then
-    waiting degrades to sched_yield polling)."""
+    """FUTEX_WAKE on words of the shared mapping (ok is False when
+    unavailable: then the runner notices seq_h on its own timed waits)."""
 
     def __init__(self, mm):
         self.ok = False
@@ -66,14 +63,9 @@ class _Futex:
             self._sys.restype = ctypes.c_long
             self._words = {w: ctypes.c_uint32.from_buffer(mm, w * 4) for w in (W_SEQ_R, W_SEQ_H)}
             self._addr = {w: ctypes.addressof(v) for w, v in self._words.items()}
-            self._ts = _Timespec(0, 100 * 1000 * 1000)
             self.ok = _SYS_FUTEX is not None
         except (OSError, AttributeError, TypeError, ValueError):
             self.ok = False
-
-    def wait(self, word, val):
-        self._sys(_SYS_FUTEX, ctypes.c_void_p(self._addr[word]), FUTEX_WAIT,
-                  ctypes.c_uint32(val), ctypes.byref(self._ts), None, 0)
 
     def wake(self, word):
         self._sys(_SYS_FUTEX, ctypes.c_void_p(self._addr[word]), FUTEX_WAKE, 1, None, None, 0)
@@ -85,6 +77,7 @@ def _load_classes(source):
     text = bytes(source).decode("utf-8", "replace")
     linecache.cache[STRATEGY_FILE] = (len(text), None, text.splitlines(True), STRATEGY_FILE)
     env = {"__name__": "strategy", "__file__": STRATEGY_FILE, "__builtins__": __builtins__}
+    seeding.seed_all(seeding.seed_for(source))   # before the code runs (seeding.py)
     exec(code, env)
     fcls, pcls = find_signal_classes(env)
     return fcls(), pcls()
@@ -145,6 +138,21 @@ def run(chan, meta, body):
     _loop(chan, u32, q, slot, max_dim, bufs, feat, pred, ci, fx, float(meta.get("spin_us", 50)) * 1e-6)
 
 
+def _poll(u32, seq):
+    """Wait for the runner's step once the spin budget is spent: yield the
+    CPU a few hundred times, then nap 50 us at a time. The host never sleeps
+    on a futex: the sandbox refuses shared futex waits (a shared futex on a
+    read-only file page is keyed by the file, so it would connect concurrent
+    boxes); a plain FUTEX_WAKE of the runner stays allowed."""
+    yields = 0
+    while u32[W_SEQ_R] != seq:
+        if yields < 256:
+            os.sched_yield()
+            yields += 1
+        else:
+            time.sleep(50e-6)
+
+
 def _fail(chan, u32, seq, fx, exc, phase, code):
     meta = error_meta(exc, phase, code) if code != "bad_output" else {
         "code": code, "type": "OutputError", "message": str(exc), "traceback": [], "phase": phase}
@@ -182,17 +190,7 @@ def _loop(chan, u32, q, slot, max_dim, bufs, feat, pred, ci, fx, spin_s):
             while u32[W_SEQ_R] != seq:
                 n += 1
                 if n & 31 == 0 and perf() > deadline:
-                    while u32[W_SEQ_R] != seq:
-                        u32[W_HSLEEP] = 1
-                        acquire()
-                        release()
-                        cur = u32[W_SEQ_R]
-                        if cur != seq:
-                            if futex_ok:
-                                fx.wait(W_SEQ_R, cur)
-                            else:
-                                os.sched_yield()
-                        u32[W_HSLEEP] = 0
+                    _poll(u32, seq)
                     break
         if u32[W_CMD] == CMD_DONE:
             break

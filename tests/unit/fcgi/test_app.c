@@ -381,6 +381,16 @@ static void test_auth_in_pipeline(void **state)
 	const char *const bearer_evil[] = { bearer, "HTTP_ORIGIN=http://evil.example", "CONTENT_TYPE=application/json", NULL };
 	run(&r, "POST", "/t/items", "{\"name\":\"x\"}", bearer_evil);
 	assert_int_equal(r.status, 201);
+	/* DNS rebinding: a Host outside AGENTTEST_ALLOWED_HOSTS is 421 before
+	 * routing, authentication or any handler, even with a matching Origin */
+	static const char *const rebound[] = { "HTTP_HOST=evil.example:8000", "HTTP_ORIGIN=http://evil.example:8000",
+					      "CONTENT_TYPE=application/json", NULL };
+	run(&r, "POST", "/t/items", "{\"name\":\"x\"}", rebound);
+	expect_error(&r, 421, "misdirected_request");
+	run(&r, "GET", "/health", NULL, rebound);
+	expect_error(&r, 421, "misdirected_request");
+	run(&r, "GET", "/no/such/route", NULL, rebound);
+	expect_error(&r, 421, "misdirected_request");
 	(void)state;
 }
 
@@ -388,8 +398,13 @@ static void test_query_token_cookie(void **state)
 {
 	struct resp r;
 	char uri[128];
-	static const char *const https[] = { "REMOTE_ADDR=10.0.0.1", "HTTPS=on", NULL };
-	static const char *const http[] = { "REMOTE_ADDR=10.0.0.1", NULL };
+	static const char *const https[] = { "REMOTE_ADDR=10.0.0.1", "HTTPS=on", "HTTP_SEC_FETCH_SITE=same-origin", NULL };
+	static const char *const http[] = { "REMOTE_ADDR=10.0.0.1", "HTTP_SEC_FETCH_SITE=none", NULL };
+	/* login CSRF: another site's link, an unknown origin, an existing session */
+	static const char *const cross[] = { "REMOTE_ADDR=10.0.0.1", "HTTP_SEC_FETCH_SITE=cross-site", NULL };
+	static const char *const nosite[] = { "REMOTE_ADDR=10.0.0.1", NULL };
+	static const char *const session[] = { "REMOTE_ADDR=10.0.0.1", "HTTP_SEC_FETCH_SITE=same-origin",
+					       "HTTP_COOKIE=mantis_token=", NULL };
 	stop();
 	start("Correct-Horse-Battery-42");
 	snprintf(uri, sizeof uri, "/t/echo/1?token=Correct-Horse-Battery-42");
@@ -399,6 +414,15 @@ static void test_query_token_cookie(void **state)
 	                                "Path=/; Max-Age=2592000; Secure\r\n"));
 	run(&r, "GET", uri, NULL, http);
 	assert_non_null(strstr(r.head, "Max-Age=2592000\r\n"));
+	run(&r, "GET", uri, NULL, cross);
+	assert_int_equal(r.status, 200);
+	assert_null(strstr(r.head, "Set-Cookie"));
+	run(&r, "GET", uri, NULL, nosite);
+	assert_int_equal(r.status, 200);
+	assert_null(strstr(r.head, "Set-Cookie"));
+	run(&r, "GET", uri, NULL, session);
+	assert_int_equal(r.status, 200);
+	assert_null(strstr(r.head, "Set-Cookie"));
 	run(&r, "GET", "/t/echo/1?token=wrong", NULL, http);
 	expect_error(&r, 401, "unauthorized");
 	assert_null(strstr(r.head, "Set-Cookie"));

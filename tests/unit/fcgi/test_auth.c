@@ -302,6 +302,44 @@ static void test_parsers(void **state)
 	(void)state;
 }
 
+/* DNS rebinding (issue 11): Host names, and the loopback rule only with one. */
+static void test_hosts(void **state)
+{
+	(void)state;
+	assert_true(hosts_allowed(NULL, "localhost:8000"));
+	assert_true(hosts_allowed(NULL, "LOCALHOST"));
+	assert_true(hosts_allowed(NULL, "localhost."));
+	assert_true(hosts_allowed(NULL, "127.0.0.1:80"));
+	assert_true(hosts_allowed(NULL, "[::1]:8000"));
+	assert_true(hosts_allowed(NULL, "[::1]"));
+	assert_false(hosts_allowed(NULL, "evil.example"));
+	assert_false(hosts_allowed(NULL, "evil.example:8000"));
+	assert_false(hosts_allowed(NULL, "localhost.evil.example"));
+	assert_false(hosts_allowed(NULL, "127.0.0.1.nip.io"));
+	assert_false(hosts_allowed(NULL, "localhost:80x"));
+	assert_false(hosts_allowed(NULL, "localhost:"));
+	assert_false(hosts_allowed(NULL, "[::1"));
+	assert_false(hosts_allowed(NULL, "::1"));
+	assert_false(hosts_allowed(NULL, ""));
+	assert_false(hosts_allowed(NULL, NULL));
+	assert_true(hosts_allowed("agenttest.example.org, localhost", "Agenttest.Example.Org:443"));
+	assert_false(hosts_allowed("agenttest.example.org", "localhost"));
+	assert_true(hosts_allowed("::1", "[::1]:1"));
+
+	struct auth_config cfg;
+	struct fcgi_identity who;
+	auth_setup(&cfg, key, NULL, false);
+	/* a rebound domain: loopback address, foreign Host: no local admin */
+	assert_int_equal(check(&cfg, &(struct reqspec){ .addr = "127.0.0.1", .host = "evil.example" }, ACCESS_USER, &who),
+	                 AUTH_UNAUTHORIZED);
+	assert_int_equal(check(&cfg, &(struct reqspec){ .addr = "127.0.0.1", .host = "[::1]:8000" }, ACCESS_ADMIN, &who),
+	                 AUTH_OK);
+	cfg.hosts = "agenttest.example.org";
+	assert_int_equal(check(&cfg, &(struct reqspec){ .addr = "127.0.0.1" }, ACCESS_USER, &who), AUTH_UNAUTHORIZED);
+	assert_int_equal(check(&cfg, &(struct reqspec){ .addr = "127.0.0.1", .host = "agenttest.example.org" },
+	                       ACCESS_USER, &who), AUTH_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -310,6 +348,7 @@ int main(void)
 		cmocka_unit_test(test_shared_token),
 		cmocka_unit_test(test_csrf),
 		cmocka_unit_test(test_parsers),
+		cmocka_unit_test(test_hosts),
 	};
 	return cmocka_run_group_tests_name("auth", tests, setup, teardown);
 }

@@ -1,0 +1,40 @@
+"""Deterministic random number generators for every strategy call.
+
+A run forked from a zygote inherits the zygote's RNG state, so an unseeded
+strategy would draw the same numbers in every run forked from one zygote
+and different ones on another zygote: reruns and verifications could
+disagree. Before the strategy's code is executed, and again before every
+call (so the causality audit's prefix calls start where the full call
+started), the host seeds Python's `random` and numpy's global RNG
+(`np.random.seed`, which `np.random.rand`, `np.random.normal`, ... use) from
+the run's identity: the SHA-256 of a fixed tag, the strategy source and the
+canonical JSON of its params. The same code with the same params draws the
+same numbers in every run; changing either changes them. Generators the
+strategy makes itself (`np.random.default_rng()` without a seed) take
+entropy from the kernel and stay non-deterministic: pass a seed
+(docs/strategies.md).
+"""
+import hashlib
+import json
+import random
+
+import numpy as np
+
+_TAG = b"agenttest-rng-v1\0"
+
+
+def seed_for(source, params=None):
+    """The 64-bit seed of (source, params): SHA-256 of the tag, the source
+    bytes, a NUL and the params as canonical JSON (sorted keys, no spaces)."""
+    h = hashlib.sha256(_TAG)
+    h.update(bytes(source))
+    h.update(b"\0")
+    h.update(json.dumps(params if params is not None else {}, sort_keys=True,
+                        separators=(",", ":")).encode("utf-8"))
+    return int.from_bytes(h.digest()[:8], "little")
+
+
+def seed_all(seed):
+    """Seed `random` and numpy's global RandomState from seed."""
+    random.seed(seed)
+    np.random.seed(seed & 0xFFFFFFFF)
