@@ -187,6 +187,28 @@ def test_asset_selection(alice, bh):
     assert a["metrics"]["total_return"] != b["metrics"]["total_return"]
 
 
+def test_config_hash_names_the_asset_used(alice, bh):
+    # the same dataset, code and config hashes promise the same metrics: a
+    # run on another asset has another config_hash, and every run shows the
+    # asset it used (the dataset's first by default, never null)
+    first = alice.get("/datasets/synth-v1").json()["assets"][0]
+    other = "DOGE" if first != "DOGE" else "ETH"
+    d = alice.run(bh["strategy_version_id"])
+    f = alice.run(bh["strategy_version_id"], asset=first)
+    o = alice.run(bh["strategy_version_id"], asset=other)
+    assert d["asset"] == first and f["asset"] == first and o["asset"] == other
+    assert d["config_hash"] == f["config_hash"] != o["config_hash"]
+    assert d["metrics"]["total_return"] == f["metrics"]["total_return"] != o["metrics"]["total_return"]
+    assert alice.get(f"/runs/{d['run_id']}").json()["asset"] == first
+
+
+def test_trusted_is_refused(alice, bh):
+    r = alice.post("/runs", {"strategy_version_id": bh["strategy_version_id"], "trusted": True})
+    assert_error(r, 400, "invalid_field")
+    assert "sandbox" in r.json()["error"]
+    assert alice.run(bh["strategy_version_id"], trusted=False)["status"] == "completed"
+
+
 def test_get_run_is_owner_scoped(alice, bob, bh, stack):
     run = alice.run(bh["strategy_version_id"], dataset_version="v1")
     assert_error(bob.get(f"/runs/{run['run_id']}"), 404, "not_found")
