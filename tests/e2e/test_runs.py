@@ -154,6 +154,20 @@ def test_strategy_error_keeps_the_log_tail(alice):
     assert "nope" in run["error"]["message"] + run["error"]["log_tail"]
 
 
+def test_strategy_error_shows_the_users_frames(alice):
+    # as the CLI prints it: the strategy's own frames with line numbers, no
+    # host internals or server paths, bounded
+    code = "def helper(p):\n    return p['window']\n\ndef simulate(prices, params):\n    return helper(params)\n"
+    run = alice.run(submit(alice, code, "keyerror"), dataset_version="v1")
+    e = run["error"]
+    assert e["code"] == "strategy_error" and "KeyError" in e["message"]
+    tail = e["log_tail"]
+    assert 'File "strategy.py", line 5, in simulate' in tail, tail
+    assert 'File "strategy.py", line 2, in helper' in tail and "KeyError: 'window'" in tail
+    assert "agenttest_host" not in tail and "/agenttest/" not in tail and "/usr/lib" not in tail
+    assert len(tail.encode()) <= 4096
+
+
 def test_lookahead_strategy_fails_the_audit(alice):
     run = alice.run(submit(alice, example("momentum_lookahead.py"), "peek"))
     assert run["status"] == "failed"
