@@ -61,9 +61,19 @@ def _hj(obj):
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
 
 
+def logf_sample():
+    """float32 inputs for the float32 logarithm: every 4099th float32 from
+    2^-149 to 2, plus the edge cases (sqrt(1/2) where the range reduction
+    switches, 1, subnormals, 0, inf, NaN, negative)."""
+    bits = np.arange(1, np.float32(2.0).view(np.int32), 4099, dtype=np.int32)
+    edge = np.array([0.70710677, np.nextafter(np.float32(0.70710677), np.float32(1)), 1.0, 1e-45,
+                     1e-40, 1.1754942e-38, 0.0, np.inf, np.nan, -1.0], dtype=np.float32)
+    return np.concatenate([bits.view(np.float32), edge])
+
+
 def compute():
     """Every golden value, recomputed from the C library."""
-    out = {}
+    out = {"npy_logf": _h(chlib.npy_logf(logf_sample()))}
     for seed in (1, 7, 42):
         p = market(20000, seed, vol=0.003)[:, 0]
         out[f"sigma_series/{seed}"] = _h(chlib.sigma_series(p, 60, 3600))

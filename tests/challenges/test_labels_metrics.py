@@ -202,6 +202,33 @@ def test_spearman(seed):
         assert np.isnan(chlib.spearman(np.ones(n), y))
 
 
+def _numpy_float32_log_is_simd():
+    """numpy 1.24 takes its own float32 log code with AVX2+FMA3 or AVX512F,
+    glibc's logf otherwise."""
+    from numpy.core._multiarray_umath import __cpu_features__ as f
+    return (f.get("AVX2") and f.get("FMA3")) or f.get("AVX512F")
+
+
+def test_npy_logf_is_numpys_float32_log():
+    # bitwise: ch_npy_logf repeats numpy's SIMD arithmetic operation by
+    # operation (fmaf is correctly rounded everywhere); where this numpy runs
+    # glibc's logf instead, the comparison is within 1 ulp (both are within
+    # ~1 ulp of ln x: glibc's logf is correctly rounded in practice, numpy
+    # documents < 4 ulp). The golden hash pins it on every machine.
+    import golden
+    x = golden.logf_sample()
+    c = chlib.npy_logf(x)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.log(x)
+    assert np.array_equal(np.isnan(c), np.isnan(r))
+    m = ~np.isnan(r)
+    if _numpy_float32_log_is_simd():
+        assert np.array_equal(c[m].view(np.int32), r[m].view(np.int32))
+    else:
+        fin = m & np.isfinite(r)
+        assert np.all(np.abs(c[fin] - r[fin]) <= 4 * np.spacing(np.abs(r[fin])))
+
+
 def test_pairwise_sum_and_nanmean(seed):
     # bitwise: np.sum's pairwise summation is fixed C code (8 accumulators,
     # blocks of 128), the same order on every CPU; no transcendental.
