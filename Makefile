@@ -48,7 +48,12 @@ HARDEN_LDFLAGS := -Wl,-z,relro,-z,now -Wl,--as-needed
 
 CPPFLAGS += -D_GNU_SOURCE -I. -Icommon \
             -DAGENTTEST_VERSION='"$(VERSION)"' -DAGENTTEST_COMMIT='"$(COMMIT)"'
-CFLAGS   += -std=c11 $(WARN) $(OPT) $(HARDEN_CFLAGS) $(PKG_CFLAGS)
+# Scores must be the same bits on every x86-64 machine for the same binary:
+# no fused multiply-add contraction (GCC's default in ISO C mode, clang's is
+# "on"), no -march (no CPU-specific instructions), no -ffast-math.
+# docs/challenges.md, "Reproducibility".
+FP_CFLAGS := -ffp-contract=off
+CFLAGS   += -std=c11 $(WARN) $(OPT) $(FP_CFLAGS) $(HARDEN_CFLAGS) $(PKG_CFLAGS)
 LDFLAGS  += $(OPT) $(HARDEN_LDFLAGS) -pie
 LDLIBS   += $(PKG_LIBS) -lm
 

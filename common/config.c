@@ -17,19 +17,61 @@
 static const char *const config_known[] = {
 	"DATABASE_URL", "AGENTTEST_SECRET_FILE", "AGENTTEST_FCGI_SOCKET", "AGENTTEST_WORKERS",
 	"AGENTTEST_BODY_LIMIT", "AGENTTEST_AUTH", "AGENTTEST_SQL_DIR", "MANTIS_AUTH_TOKEN",
-	"MANTIS_HOST", "MANTIS_PORT", "MANTIS_LOG_LEVEL", "MANTIS_RATE_LIMIT_RPM",
-	"MANTIS_MAX_AGENTS", "MANTIS_CLAUDE_TIMEOUT", "MANTIS_PAUSE_TIMEOUT", "MANTIS_DATA_DIR",
-	"MANTIS_CONTAINER_MEM_PCT", "MANTIS_ITER_WALL_TIMEOUT", "MANTIS_WORKERS",
-	"DATASET_VERSION", "DATASET_DIR", "STRATEGIES_DIR", "BINANCE_API_URL",
+	"MANTIS_HOST", "MANTIS_PORT", "MANTIS_LOG_LEVEL", "MANTIS_RATE_LIMIT_RPM", "MANTIS_WORKERS",
+	"DATASET_VERSION", "DATASET_DIR", "STRATEGIES_DIR",
 	"AGENTTEST_RUNNER_SLOTS", "AGENTTEST_SANDBOX", "AGENTTEST_DATA_DIR", "AGENTTEST_VAR_DIR",
 	"RUNNER_NOTIFY_DIR", "RUNNER_POLL_MS", "TRUSTED_STRATEGY_DIRS", "RUNS_MAX_QUEUED", "ARTIFACTS_DIR",
 	"AGENTTEST_SYNTH_DAYS", "AGENTTEST_CHECK_SOCKET", "AGENTTEST_CHECK_CONCURRENCY",
+	"AGENTTEST_RUN_CPU_SECONDS", "AGENTTEST_RUN_WALL_SECONDS", "AGENTTEST_RUN_MEMORY_MB",
 	"AGENTTEST_ALLOWED_HOSTS",
 	/* scripts/stack.sh (docs/configuration.md, "Stack") */
 	"AGENTTEST_VAR", "AGENTTEST_BIN", "AGENTTEST_RATE_BURST", "AGENTTEST_NGINX_WORKERS",
 	"AGENTTEST_NGINX_KEEPALIVE", "AGENTTEST_NGINX_ACCESS_LOG", "AGENTTEST_DB_BUFFER_POOL",
 	NULL,
 };
+
+/*
+ * Keys of the original MANTIS that agenttest accepts but whose feature is
+ * not built yet. `effective` is the one flag to flip when the feature that
+ * reads the key lands (and then move the key to config_known); until then
+ * setting the key logs that it has no effect, so nobody believes it works.
+ */
+static const struct {
+	const char *key;
+	bool        effective;
+	const char *what;
+} config_pending[] = {
+	{ "MANTIS_MAX_AGENTS",        false, "the agent workflow" },
+	{ "MANTIS_CLAUDE_TIMEOUT",    false, "the agent workflow" },
+	{ "MANTIS_PAUSE_TIMEOUT",     false, "the agent workflow" },
+	{ "MANTIS_ITER_WALL_TIMEOUT", false, "the agent workflow" },
+	{ "MANTIS_CONTAINER_MEM_PCT", false, "the agent workflow" },
+	{ "MANTIS_DATA_DIR",          true,  "market data download" },
+	{ "BINANCE_API_URL",          true,  "market data download" },
+	{ NULL, false, NULL },
+};
+
+/* True if key is one of config_pending. */
+static bool config_is_pending(const char *key)
+{
+	for (size_t i = 0; config_pending[i].key; i++)
+		if (strcmp(config_pending[i].key, key) == 0)
+			return true;
+	return false;
+}
+
+/* Log once per load, for every pending key that is set (file or
+ * environment) and not yet effective, that it has no effect. */
+static void config_warn_pending(const struct config *cfg)
+{
+	for (size_t i = 0; config_pending[i].key; i++) {
+		const char *v = config_get(cfg, config_pending[i].key);
+		if (v != NULL && !config_pending[i].effective)
+			log_msg(LOG_LVL_WARNING, "config_no_effect",
+			        "%s is set but has no effect yet (%s is not implemented in agenttest)",
+			        config_pending[i].key, config_pending[i].what);
+	}
+}
 
 /* True if key is in config_known. */
 static bool config_is_known(const char *key)
@@ -260,7 +302,11 @@ static bool config_typed(struct config *cfg, struct buf *err)
 		buf_puts(err, " must be an absolute socket path (< 108 bytes) or HOST:PORT");
 		return false;
 	}
-	if (!config_long(cfg, "AGENTTEST_WORKERS", ncpu > 0 ? ncpu : 2, 1, 256, &cfg->workers, err))
+	/* MANTIS_WORKERS is the original's name for the pool size; the agenttest
+	 * name wins when both are set. */
+	v = config_get(cfg, "AGENTTEST_WORKERS");
+	if (!config_long(cfg, v && v[0] ? "AGENTTEST_WORKERS" : "MANTIS_WORKERS",
+	                 ncpu > 0 ? ncpu : 2, 1, 256, &cfg->workers, err))
 		return false;
 	if (!config_long(cfg, "AGENTTEST_BODY_LIMIT", 1048576, 1024, 1L << 30, &body, err))
 		return false;
@@ -286,7 +332,7 @@ static bool config_typed(struct config *cfg, struct buf *err)
 		buf_puts(err, " must be debug, info, warning or error");
 		return false;
 	}
-	cfg->dataset_version = config_str(cfg, "DATASET_VERSION", "v1");
+	cfg->dataset_version = config_str(cfg, "DATASET_VERSION", "synth-v1");
 	cfg->dataset_dir = config_str(cfg, "DATASET_DIR", NULL);
 	cfg->strategies_dir = config_str(cfg, "STRATEGIES_DIR", "strategies");
 	return true;
@@ -303,11 +349,12 @@ bool config_load(struct config *cfg, const char *path, struct buf *err)
 	if (path != NULL && path[0] != '\0' && !config_read_file(cfg, path, err))
 		goto fail;
 	for (size_t i = 0; i < cfg->nraw; i++)
-		if (!config_is_known(cfg->raw[i].key))
+		if (!config_is_known(cfg->raw[i].key) && !config_is_pending(cfg->raw[i].key))
 			log_msg(LOG_LVL_WARNING, "config_unknown_key", "%s:%zu: unknown key %s (ignored)",
 			        cfg->path, cfg->raw[i].line, cfg->raw[i].key);
 	if (!config_typed(cfg, err))
 		goto fail;
+	config_warn_pending(cfg);
 	return true;
 fail:
 	config_free(cfg);

@@ -23,6 +23,12 @@ void hash_code(const void *code, size_t n, char out[HASH_HEX_LEN + 1])
 int hash_config(const char *dataset_version, json_object *params, json_object *engine,
 		char out[HASH_HEX_LEN + 1], struct buf *canon, char *err, size_t errlen)
 {
+	return hash_config_asset(dataset_version, NULL, params, engine, out, canon, err, errlen);
+}
+
+int hash_config_asset(const char *dataset_version, const char *asset, json_object *params, json_object *engine,
+		      char out[HASH_HEX_LEN + 1], struct buf *canon, char *err, size_t errlen)
+{
 	int rc = -1;
 	struct buf b = BUF_INIT;
 	if (params && !json_object_is_type(params, json_type_object)) {
@@ -34,8 +40,18 @@ int hash_config(const char *dataset_version, json_object *params, json_object *e
 		snprintf(err, errlen, "dataset_version is not valid UTF-8");
 		goto out;
 	}
-	/* Keys in code point order: dataset_version < engine < params. */
-	buf_puts(&b, "{\"dataset_version\":");
+	/* Keys in code point order: asset < dataset_version < engine < params. */
+	buf_putc(&b, '{');
+	if (asset) {
+		if (!cj_valid_utf8(asset, strlen(asset))) {
+			snprintf(err, errlen, "asset is not valid UTF-8");
+			goto out;
+		}
+		buf_puts(&b, "\"asset\":");
+		cj_write_string(&b, asset, strlen(asset));
+		buf_putc(&b, ',');
+	}
+	buf_puts(&b, "\"dataset_version\":");
 	cj_write_string(&b, dataset_version, vl);
 	if (engine) {
 		buf_puts(&b, ",\"engine\":");

@@ -35,4 +35,13 @@ void hash_code(const void *code, size_t n, char out[HASH_HEX_LEN + 1]);
 int hash_config(const char *dataset_version, json_object *params, json_object *engine,
 		char out[HASH_HEX_LEN + 1], struct buf *canon, char *err, size_t errlen);
 
+/*
+ * The same with the asset a run uses, as the first key ("asset") when not
+ * NULL. The server passes it when it is not the dataset's first (default)
+ * asset, so a default run keeps the original's hash (the dataset hash fixes
+ * its asset) and a run on another asset gets another hash.
+ */
+int hash_config_asset(const char *dataset_version, const char *asset, json_object *params, json_object *engine,
+		      char out[HASH_HEX_LEN + 1], struct buf *canon, char *err, size_t errlen);
+
 #endif

@@ -234,6 +234,17 @@ static void app_dispatch(struct fcgi_ctx *c, struct fcgi_exchange *x)
 		fcgi_reply_db_error(c, DB_UNAVAILABLE);
 		return;
 	}
+	/* A body route without any Content-Type (curl -X POST with no -H) is a
+	 * client mistake, not a cross-site attempt (a cross-site form always
+	 * sends a type): say which type to send. A wrong type from a cookie or
+	 * loopback caller still gets the CSRF refusal below. */
+	if (c->match.route->body != BODY_NONE && (c->req.content_type == NULL || c->req.content_type[0] == '\0') &&
+	    (c->req.content_length > 0 || c->match.route->body != BODY_JSON_OPTIONAL) &&
+	    c->req.method != HTTP_GET && c->req.method != HTTP_HEAD) {
+		fcgi_reply_error(c, 415, "unsupported_media_type",
+		                 "no Content-Type: send the body as Content-Type: application/json");
+		return;
+	}
 	if (!auth_csrf_ok(&c->req, &c->who)) {
 		fcgi_reply_error(c, 403, "csrf_rejected", "cross-site request refused: send a same-origin Origin, "
 		                 "X-Requested-With: XMLHttpRequest or a JSON body, or use a Bearer token");

@@ -258,5 +258,8 @@ CH_API double ch_spearman(const double *x, const double *y, size_t n);
 /* Sign of the slope of a 1-D class-balanced logistic regression of y on s:
  * sign(mean s | y=1 - mean s | y=0); 0 if equal or a class is missing. */
 CH_API int ch_logit_slope_sign(const double *s, const unsigned char *y, size_t n);
+/* ln(x) of a float32 bit for bit as numpy 1.24's SIMD np.log (AVX2/AVX-512F
+ * CPUs), in portable C: the hitfirst logits use it (ch_npylog.c). */
+CH_API float ch_npy_logf(float x);
 
 #endif

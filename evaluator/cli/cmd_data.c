@@ -3,7 +3,7 @@
  *
  *   agenttest data synth  --out DIR --version LABEL [--days 60] [--seed 1]
  *                         [--assets all|BTC,ETH,...] [--start 2024-01-01]
- *                         [--planted-kappa 0.15]
+ *                         [--planted-kappa 0.25]
  *   agenttest data import --format prices-csv|binance-klines --out DIR
  *                         --version LABEL [--asset NAME] FILE...
  *   agenttest data verify DIR
@@ -37,7 +37,7 @@ static void data_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: agenttest data synth --out DIR --version LABEL [--days 60] [--seed 1]\n"
-		"                            [--assets all|BTC,ETH,...] [--start 2024-01-01] [--planted-kappa 0.15]\n"
+		"                            [--assets all|BTC,ETH,...] [--start 2024-01-01] [--planted-kappa 0.25]\n"
 		"       agenttest data import --format prices-csv|binance-klines --out DIR --version LABEL\n"
 		"                            [--asset NAME] FILE...\n"
 		"       agenttest data fetch --days-back N [--assets A,B] [--interval 1m] [--data-dir DIR]\n"

@@ -169,6 +169,36 @@ out:
 	return rc;
 }
 
+/*
+ * The host's stderr tail, then, for a strategy exception, its traceback as
+ * the host reported it (only the strategy's own frames, `File "strategy.py",
+ * line N, in f`, already scrubbed of host paths), the whole kept to the
+ * last RUNNER_LOG_TAIL_MAX bytes: what the CLI prints, on the run page.
+ */
+static void run_log_tail(struct buf *out, const struct bt_result *res)
+{
+	struct buf t = BUF_INIT;
+	json_object *ex, *tb;
+
+	buf_append(&t, res->log_tail, strnlen(res->log_tail, sizeof res->log_tail));
+	if (res->err != EV_OK && res->extra && json_object_object_get_ex(res->extra, "exception", &ex) &&
+	    json_object_object_get_ex(ex, "traceback", &tb) && json_object_is_type(tb, json_type_array) &&
+	    json_object_array_length(tb) > 0) {
+		if (t.len && t.data[t.len - 1] != '\n')
+			buf_putc(&t, '\n');
+		buf_puts(&t, "Traceback (most recent call last):\n");
+		for (size_t i = 0; i < json_object_array_length(tb); i++) {
+			const char *l = json_object_get_string(json_object_array_get_idx(tb, i));
+			if (l) {
+				buf_puts(&t, l);
+				buf_putc(&t, '\n');
+			}
+		}
+	}
+	policy_tail(out, t.data ? t.data : "", t.len, RUNNER_LOG_TAIL_MAX);
+	buf_free(&t);
+}
+
 /* Fill r from a finished bt_run. */
 static void take_result(const struct rjob *j, struct bt_result *res, struct rresult *r, double t0)
 {
@@ -177,7 +207,7 @@ static void take_result(const struct rjob *j, struct bt_result *res, struct rres
 	r->audit_passed = res->audit.performed && res->audit.passed;
 	audit_json(&r->audit_json, res);
 	resources_json(&r->resources_json, res);
-	policy_tail(&r->log_tail, res->log_tail, strnlen(res->log_tail, sizeof res->log_tail), RUNNER_LOG_TAIL_MAX);
+	run_log_tail(&r->log_tail, res);
 	if (res->err != EV_OK) {
 		rresult_fail(r, ev_errcode(res->err), "%s", res->detail[0] ? res->detail : ev_strerror(res->err));
 		return;

@@ -168,6 +168,25 @@ static bool has_asset(const char *assets, const char *asset)
 	return found;
 }
 
+/* The first asset of the JSON array text assets, copied into the request
+ * arena; NULL when there is none. */
+static const char *first_asset(struct fcgi_ctx *c, const char *assets)
+{
+	json_object *a = json_tokener_parse(assets);
+	const char *r = NULL;
+	if (a && json_object_is_type(a, json_type_array) && json_object_array_length(a) > 0) {
+		const char *s = json_object_get_string(json_object_array_get_idx(a, 0));
+		if (s) {
+			size_t n = strlen(s) + 1;
+			char *p = arena_alloc(fcgi_arena(c), n);
+			memcpy(p, s, n);
+			r = p;
+		}
+	}
+	json_object_put(a);
+	return r;
+}
+
 /* Queued runs of the owner; -1 after replying. */
 static long long queued_count(struct fcgi_ctx *c, long long owner)
 {
@@ -241,7 +260,7 @@ void h_runs_create(struct fcgi_ctx *c)
 	json_object *body = fcgi_body(c), *params = NULL;
 	int64_t vid = 0;
 	const char *path = NULL, *dsv = NULL, *asset = NULL;
-	bool audit = true, admin;
+	bool audit = true, admin, trusted = false;
 	double wait;
 	struct engine_cfg eng = { ENGINE_DEFAULT_FEE_BPS, ENGINE_DEFAULT_MAX_LEVERAGE };
 	json_object *engine = NULL;
@@ -260,8 +279,16 @@ void h_runs_create(struct fcgi_ctx *c)
 	    !fcgi_json_number(c, body, "fee_bps", FIELD_OPTIONAL | FIELD_NULLABLE, 0, ENGINE_MAX_FEE_BPS, &eng.fee_bps) ||
 	    !fcgi_json_number(c, body, "max_leverage", FIELD_OPTIONAL | FIELD_NULLABLE, 0, ENGINE_MAX_LEVERAGE,
 			      &eng.max_leverage) ||
+	    !fcgi_json_bool(c, body, "trusted", FIELD_OPTIONAL | FIELD_NULLABLE, &trusted) ||
 	    !wait_arg(c, body, &wait) || !rv_caller(c, &uid, &admin))
 		goto out;
+	if (trusted) {
+		/* The original ran admins' trusted-directory files unsandboxed; this
+		 * server runs every strategy in the sandbox and says so. */
+		fcgi_reply_error(c, 400, "invalid_field", "trusted: server runs always execute in the sandbox "
+				 "(only the local CLI has --trusted); omit the field or send false");
+		goto out;
+	}
 	if (!engine_cfg_valid(&eng, err, sizeof err)) {
 		fcgi_reply_error(c, 400, "invalid_field", "%s", err);
 		goto out;
@@ -301,6 +328,12 @@ void h_runs_create(struct fcgi_ctx *c)
 		fcgi_reply_error(c, 400, "invalid_field", "asset '%s' is not in dataset %s", asset, dsv);
 		goto out;
 	}
+	/* The run records the asset it actually uses (the dataset's first by
+	 * default); config_hash names it when it is not that default. */
+	const char *first = first_asset(c, d->assets);
+	bool other_asset = asset && first && strcmp(asset, first) != 0;
+	if (!asset)
+		asset = first;
 	if (!params) {
 		defaults = json_tokener_parse(v->params);
 		params = defaults;
@@ -315,7 +348,7 @@ void h_runs_create(struct fcgi_ctx *c)
 			goto out;
 		}
 	}
-	if (hash_config(dsv, params, engine, cfg_hash, NULL, err, sizeof err) != 0) {
+	if (hash_config_asset(dsv, other_asset ? asset : NULL, params, engine, cfg_hash, NULL, err, sizeof err) != 0) {
 		fcgi_reply_error(c, 400, "invalid_field", "params: %s", err);
 		goto out;
 	}

@@ -23,7 +23,10 @@ db_migrate() {
 # prepare_data: make sure the data the stack serves exists, and export what
 # the pool and the runner read (issue 5, owned by the runs engineer).
 #   - the default market (agenttest data synth) under $VAR/data/<label>,
-#     registered as DATASET_VERSION (default synth-v1);
+#     registered as DATASET_VERSION (default synth-v1); when DATASET_DIR is
+#     set, that directory (an `agenttest data` dataset or a prices.csv
+#     directory) is registered under DATASET_VERSION instead, as the
+#     original agenttest's users expect;
 #   - the original agenttest's 5-bar demo series (prices 100..104) as "v1",
 #     so its README flows give their documented numbers;
 #   - STRATEGIES_DIR, ARTIFACTS_DIR, RUNNER_NOTIFY_DIR under $VAR, and the
@@ -31,7 +34,7 @@ db_migrate() {
 #   - AGENTTEST_CHECK_SOCKET, where the runner answers the pool's code checks
 #     (default $RUNNER_NOTIFY_DIR/check.sock, the rule both programs apply).
 prepare_data() {
-  local data label days dir
+  local data label days dir user_dir
   data=$(cfg AGENTTEST_DATA_DIR "$VAR/data")
   label=$(cfg DATASET_VERSION synth-v1)
   days=$(cfg AGENTTEST_SYNTH_DAYS 60)
@@ -39,7 +42,12 @@ prepare_data() {
   [[ $label =~ ^[A-Za-z0-9._-]{1,64}$ ]] || die "DATASET_VERSION is not a valid label: '$label'"
   mkdir -p "$data"
   dir=$data/$label
-  if [ "$label" != v1 ] && [ ! -f "$dir/manifest.json" ]; then
+  user_dir=$(cfg DATASET_DIR "")
+  if [ -n "$user_dir" ]; then
+    [ -d "$user_dir" ] || die "DATASET_DIR is not a directory: '$user_dir'"
+    [ "$label" != v1 ] || die "DATASET_DIR needs a DATASET_VERSION other than v1 (v1 is the demo series)"
+    dir=$(cd "$user_dir" && pwd)
+  elif [ "$label" != v1 ] && [ ! -f "$dir/manifest.json" ]; then
     "$BIN/agenttest" data synth --out "$dir" --version "$label" --days "$days" >>"$LOG/data.log" 2>&1 ||
       { tail_log "$LOG/data.log"; die "agenttest data synth failed"; }
   fi

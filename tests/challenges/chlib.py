@@ -66,6 +66,7 @@ _sig("ch_log_loss3", C.c_double, [FP, I32P, C.c_size_t])
 _sig("ch_balanced_accuracy", C.c_double, [I32P, I32P, C.c_size_t, C.c_int])
 _sig("ch_spearman", C.c_double, [DP, DP, C.c_size_t])
 _sig("ch_logit_slope_sign", C.c_int, [DP, U8P, C.c_size_t])
+_sig("ch_npy_logf", C.c_float, [C.c_float])
 _sig("ch_score_json", C.c_void_p, [C.c_char_p, C.c_int, C.POINTER(Market), FP, C.c_size_t,
                                    C.c_size_t, C.c_size_t, C.c_long, C.POINTER(C.c_int)])
 _sig("ch_free", None, [C.c_void_p])
@@ -204,6 +205,12 @@ def spearman(x, y):
     x, px = _d(x)
     y, py = _d(y)
     return lib.ch_spearman(px, py, len(x))
+
+
+def npy_logf(x):
+    """ch_npy_logf elementwise over a float32 array."""
+    f = lib.ch_npy_logf
+    return np.array([f(v) for v in np.asarray(x, dtype=np.float32).tolist()], dtype=np.float32)
 
 
 def slope_sign(s, y):

@@ -17,6 +17,24 @@ from sklearn.metrics import roc_auc_score
 
 EPS = 1e-12
 
+
+def glibc_log(x):
+    """ln(x) elementwise through Python's scalar math.log, i.e. the C
+    library's log(), which is what the C evaluator calls. numpy's np.log
+    takes its own AVX-512F code on CPUs that have it and differs from glibc
+    by 1 ulp on about a fifth of log prices, so a reference built on np.log
+    is only "the original on this CPU". The default reference is the
+    original on a CPU where numpy's float64 log is glibc's (every x86-64
+    CPU without AVX-512F, or NPY_DISABLE_CPU_FEATURES=AVX512F)."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.array([math.log(v) if v > 0 else (-math.inf if v == 0 else math.nan)
+                     for v in x.tolist()], dtype=np.float64).reshape(x.shape)
+
+
+# The log-price function of the label reference (see glibc_log); tests that
+# check the numpy-dispatched path pass log=np.log explicitly.
+LOG = glibc_log
+
 BREAKOUT_ASSETS = ["BTC", "ETH", "XRP", "SOL", "TRX", "DOGE", "ADA", "BCH", "XMR", "LINK",
                    "XLM", "ZEC", "SUI", "LTC", "AVAX", "HBAR", "SHIB", "TON", "CRO", "DOT",
                    "UNI", "MNT", "TAO", "AAVE", "PEPE", "NEAR", "ICP", "ETC", "ONDO"]
@@ -52,12 +70,12 @@ def rolling_std(x, w):
     return np.sqrt(np.maximum(var, 0.0))
 
 
-def sigma_series(p, h, vw):
+def sigma_series(p, h, vw, log=None):
     T = len(p)
     out = np.full(T, np.nan)
     if T <= h:
         return out
-    lp = np.log(p + EPS)
+    lp = (log or LOG)(p + EPS)
     r = lp[h:] - lp[:-h]
     sr = rolling_std(r, vw)
     sig = np.full(len(r), np.nan)
@@ -74,14 +92,14 @@ def binary_labels(p, h):
     return (p[h:] > p[:-h]).astype(np.int32)
 
 
-def hitfirst_labels(p, h=100, vw=7200):
+def hitfirst_labels(p, h=100, vw=7200, log=None):
     p = np.asarray(p, dtype=np.float64)
     T = len(p)
     if T <= h:
         return np.empty(0, dtype=np.int32)
     n = T - h
     lab = np.full(n, -1, dtype=np.int32)
-    lp = np.log(p + EPS)
+    lp = (log or LOG)(p + EPS)
     r = lp[h:] - lp[:-h]
     if n < vw:
         return lab
@@ -105,14 +123,14 @@ def hitfirst_labels(p, h=100, vw=7200):
     return lab
 
 
-def lbfgs_labels(p, h, vw=3600):
+def lbfgs_labels(p, h, vw=3600, log=None):
     p = np.asarray(p, dtype=np.float64)
     T = len(p)
     if T <= h:
         return np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int64)
-    lp = np.log(p + EPS)
+    lp = (log or LOG)(p + EPS)
     r = lp[h:] - lp[:-h]
-    sig = sigma_series(p, h, vw)[:T - h]
+    sig = sigma_series(p, h, vw, log)[:T - h]
     valid = np.isfinite(sig) & (sig > 0)
     idx = np.where(valid)[0]
     z = r[idx] / (sig[idx] + EPS)

@@ -1,6 +1,7 @@
 """GET /datasets, GET /datasets/{version}, `agenttest dataset register`
 (immutable labels), and runs failing on a dataset whose bytes changed."""
 import json
+import pathlib
 import shutil
 
 import pytest
@@ -55,3 +56,36 @@ def test_changed_dataset_fails_runs_with_a_clear_code(stack, frank, tmp_path):
     shutil.rmtree(d)
     run = frank.run(v, dataset_version="mutable-v1")
     assert run["status"] == "failed" and run["error"]["code"] in ("dataset_error", "dataset_mismatch")
+
+
+def test_dataset_dir_workers_and_inert_keys_at_start(stack_factory, tmp_path):
+    """DATASET_DIR is registered under DATASET_VERSION at start (no synthetic
+    market is made), MANTIS_WORKERS sizes the pool, and a key whose feature
+    does not exist yet says so in the pool's log."""
+    d = tmp_path / "mine"
+    d.mkdir()
+    (d / "prices.csv").write_text("ts,price\n1,10\n2,11\n3,12\n4,13\n")
+    with stack_factory.fresh("datasetdir", DATASET_DIR=d, DATASET_VERSION="mine-v1",
+                             AGENTTEST_WORKERS="", MANTIS_WORKERS=3, MANTIS_MAX_AGENTS=2) as s:
+        api = Api(s, s.create_token(role="user"))
+        body = api.get("/datasets").json()
+        versions = {x["version"]: x for x in body["datasets"]}
+        assert body["default_version"] == "mine-v1"
+        assert versions["mine-v1"]["bars"] == 4 and "synth-v1" not in versions
+        assert not (s.var / "data" / "mine-v1").exists()
+        v = api.submit(BUY_AND_HOLD, "on-mine")["strategy_version_id"]
+        run = api.run(v)
+        assert run["status"] == "completed" and run["dataset_version"] == "mine-v1"
+        master = int((s.var / "run" / "pool.pid").read_text().split()[0])
+        kids = [p for p in (pathlib.Path("/proc")).iterdir() if p.name.isdigit()
+                and _ppid(p) == master]
+        assert len(kids) == 3
+        log = (s.var / "log" / "pool.log").read_text()
+        assert "MANTIS_MAX_AGENTS is set but has no effect yet" in log
+
+
+def _ppid(p):
+    try:
+        return int((p / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1

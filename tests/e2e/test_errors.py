@@ -65,6 +65,18 @@ def test_415_non_json_content_type(stack, user_token):
     assert_error(r, 415, "unsupported_media_type")
 
 
+def test_415_without_content_type_names_the_type(stack, user_token):
+    # curl -X POST -d without -H: no Content-Type at all. Loopback (the CSRF
+    # rule applies to it), a cookie and a token all get 415, not 403.
+    for kw in ({}, {"token": user_token}, {"cookie": user_token}):
+        r = stack.request("POST", "/runs", body=b"{}", **kw)
+        assert_error(r, 415, "unsupported_media_type")
+        assert "application/json" in r.json()["error"], r
+    # a wrong type from a loopback caller is still the CSRF refusal
+    assert_error(stack.request("POST", "/runs", body=b"{}", headers={"Content-Type": "text/plain"}),
+                 403, "csrf_rejected")
+
+
 def test_413_from_the_application(stack, user_token):
     # Over the application's limit, under nginx's cap (limit + 64 KiB).
     body = b'{"x":"' + b"a" * (BODY_LIMIT + 1000) + b'"}'

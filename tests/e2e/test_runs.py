@@ -154,6 +154,20 @@ def test_strategy_error_keeps_the_log_tail(alice):
     assert "nope" in run["error"]["message"] + run["error"]["log_tail"]
 
 
+def test_strategy_error_shows_the_users_frames(alice):
+    # as the CLI prints it: the strategy's own frames with line numbers, no
+    # host internals or server paths, bounded
+    code = "def helper(p):\n    return p['window']\n\ndef simulate(prices, params):\n    return helper(params)\n"
+    run = alice.run(submit(alice, code, "keyerror"), dataset_version="v1")
+    e = run["error"]
+    assert e["code"] == "strategy_error" and "KeyError" in e["message"]
+    tail = e["log_tail"]
+    assert 'File "strategy.py", line 5, in simulate' in tail, tail
+    assert 'File "strategy.py", line 2, in helper' in tail and "KeyError: 'window'" in tail
+    assert "agenttest_host" not in tail and "/agenttest/" not in tail and "/usr/lib" not in tail
+    assert len(tail.encode()) <= 4096
+
+
 def test_lookahead_strategy_fails_the_audit(alice):
     run = alice.run(submit(alice, example("momentum_lookahead.py"), "peek"))
     assert run["status"] == "failed"
@@ -185,6 +199,28 @@ def test_asset_selection(alice, bh):
     assert a["status"] == b["status"] == "completed"
     assert a["asset"] == "ETH"
     assert a["metrics"]["total_return"] != b["metrics"]["total_return"]
+
+
+def test_config_hash_names_the_asset_used(alice, bh):
+    # the same dataset, code and config hashes promise the same metrics: a
+    # run on another asset has another config_hash, and every run shows the
+    # asset it used (the dataset's first by default, never null)
+    first = alice.get("/datasets/synth-v1").json()["assets"][0]
+    other = "DOGE" if first != "DOGE" else "ETH"
+    d = alice.run(bh["strategy_version_id"])
+    f = alice.run(bh["strategy_version_id"], asset=first)
+    o = alice.run(bh["strategy_version_id"], asset=other)
+    assert d["asset"] == first and f["asset"] == first and o["asset"] == other
+    assert d["config_hash"] == f["config_hash"] != o["config_hash"]
+    assert d["metrics"]["total_return"] == f["metrics"]["total_return"] != o["metrics"]["total_return"]
+    assert alice.get(f"/runs/{d['run_id']}").json()["asset"] == first
+
+
+def test_trusted_is_refused(alice, bh):
+    r = alice.post("/runs", {"strategy_version_id": bh["strategy_version_id"], "trusted": True})
+    assert_error(r, 400, "invalid_field")
+    assert "sandbox" in r.json()["error"]
+    assert alice.run(bh["strategy_version_id"], trusted=False)["status"] == "completed"
 
 
 def test_get_run_is_owner_scoped(alice, bob, bh, stack):

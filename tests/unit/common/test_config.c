@@ -15,7 +15,8 @@
 static const char *const vars[] = {
 	"AGENTTEST_CONFIG", "DATABASE_URL", "AGENTTEST_SECRET_FILE", "AGENTTEST_FCGI_SOCKET", "AGENTTEST_WORKERS",
 	"AGENTTEST_BODY_LIMIT", "MANTIS_AUTH_TOKEN", "MANTIS_HOST", "MANTIS_PORT", "AGENTTEST_AUTH",
-	"MANTIS_LOG_LEVEL", "DATASET_VERSION", "DATASET_DIR", "STRATEGIES_DIR", NULL,
+	"MANTIS_LOG_LEVEL", "DATASET_VERSION", "DATASET_DIR", "STRATEGIES_DIR", "MANTIS_WORKERS",
+	"MANTIS_MAX_AGENTS", "BINANCE_API_URL", NULL,
 };
 
 static char tmpl[64];
@@ -68,7 +69,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.mantis_port, 8000);
 	assert_int_equal(cfg.auth, CONFIG_AUTH_AUTO);
 	assert_null(cfg.mantis_auth_token);
-	assert_string_equal(cfg.dataset_version, "v1");
+	assert_string_equal(cfg.dataset_version, "synth-v1");
 	assert_null(cfg.dataset_dir);
 	assert_string_equal(cfg.strategies_dir, "strategies");
 	assert_true(cfg.workers >= 1);
@@ -96,6 +97,75 @@ static void test_file_values(void **state)
 	assert_int_equal(cfg.db.port, 3307);
 	assert_null(cfg.mantis_auth_token); /* empty means unset */
 	assert_true(config_auth_required(&cfg));
+	config_free(&cfg);
+	buf_free(&err);
+	(void)state;
+}
+
+/* MANTIS_WORKERS sets the pool size; AGENTTEST_WORKERS wins over it. */
+static void test_mantis_workers(void **state)
+{
+	struct config cfg;
+	struct buf err = BUF_INIT;
+	write_file("MANTIS_WORKERS = 5\n");
+	assert_true(load(&cfg, &err));
+	assert_int_equal(cfg.workers, 5);
+	config_free(&cfg);
+	write_file("MANTIS_WORKERS = 5\nAGENTTEST_WORKERS = 3\n");
+	assert_true(load(&cfg, &err));
+	assert_int_equal(cfg.workers, 3);
+	config_free(&cfg);
+	write_file("MANTIS_WORKERS = 0\n");
+	assert_false(load(&cfg, &err));
+	assert_non_null(strstr(buf_cstr(&err), "MANTIS_WORKERS"));
+	buf_free(&err);
+	(void)state;
+}
+
+/* Load with stderr captured into out (size n). */
+static bool load_capturing(struct config *cfg, struct buf *err, char *out, size_t n)
+{
+	char path[] = "/tmp/agenttest-config-log-XXXXXX";
+	int fd = mkstemp(path), saved = dup(2);
+	bool ok;
+	ssize_t got;
+
+	assert_true(fd >= 0 && saved >= 0);
+	fflush(stderr);
+	dup2(fd, 2);
+	ok = load(cfg, err);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	got = pread(fd, out, n - 1, 0);
+	out[got > 0 ? got : 0] = '\0';
+	close(fd);
+	unlink(path);
+	return ok;
+}
+
+/* Applied runner keys are known; accepted-but-inert keys say they have no
+ * effect (file or environment), and are not called unknown. */
+static void test_known_and_no_effect_keys(void **state)
+{
+	struct config cfg;
+	struct buf err = BUF_INIT;
+	char out[4096];
+	write_file("AGENTTEST_RUN_CPU_SECONDS = 10\nAGENTTEST_RUN_WALL_SECONDS = 20\n"
+	           "AGENTTEST_RUN_MEMORY_MB = 300\nMANTIS_MAX_AGENTS = 4\nNOT_A_KEY = 1\n");
+	setenv("BINANCE_API_URL", "http://127.0.0.1:9/", 1);
+	setenv("MANTIS_CLAUDE_TIMEOUT", "600", 1);
+	assert_true(load_capturing(&cfg, &err, out, sizeof out));
+	unsetenv("BINANCE_API_URL");
+	unsetenv("MANTIS_CLAUDE_TIMEOUT");
+	assert_null(strstr(out, "unknown key AGENTTEST_RUN"));
+	assert_null(strstr(out, "unknown key MANTIS_MAX_AGENTS"));
+	assert_non_null(strstr(out, "unknown key NOT_A_KEY"));
+	assert_non_null(strstr(out, "MANTIS_MAX_AGENTS is set but has no effect yet"));
+	assert_non_null(strstr(out, "MANTIS_CLAUDE_TIMEOUT is set but has no effect yet"));
+	/* effective since the market-data fetcher reads it */
+	assert_null(strstr(out, "BINANCE_API_URL"));
+	assert_null(strstr(out, "MANTIS_PAUSE_TIMEOUT"));
 	config_free(&cfg);
 	buf_free(&err);
 	(void)state;
@@ -232,6 +302,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_missing_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_validate_rules, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_parse_text_direct, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mantis_workers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_known_and_no_effect_keys, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

@@ -61,6 +61,23 @@ static void test_config_engine_and_errors(void **s)
 	buf_free(&canon);
 }
 
+/* The asset a server run uses is the first key when given; NULL keeps the
+ * original's canonical form. */
+static void test_config_asset(void **s)
+{
+	(void)s;
+	char err[128] = "", h[HASH_HEX_LEN + 1], h2[HASH_HEX_LEN + 1];
+	struct buf canon = BUF_INIT;
+	assert_int_equal(hash_config_asset("v1", NULL, NULL, NULL, h, NULL, err, sizeof err), 0);
+	assert_string_equal(h, "5b9b970e1810a692fa1683f23e450cdfdff1dac62aff136afc113a4d17f748f3");
+	assert_int_equal(hash_config_asset("v1", "DOGE", NULL, NULL, h2, &canon, err, sizeof err), 0);
+	assert_string_equal(buf_cstr(&canon), "{\"asset\":\"DOGE\",\"dataset_version\":\"v1\",\"params\":{}}");
+	assert_string_not_equal(h, h2);
+	assert_int_equal(hash_config_asset("v1", "\xff", NULL, NULL, h2, NULL, err, sizeof err), -1);
+	assert_non_null(strstr(err, "UTF-8"));
+	buf_free(&canon);
+}
+
 static void test_code_and_sha256(void **s)
 {
 	(void)s;
@@ -77,6 +94,7 @@ int main(void)
 		cmocka_unit_test(test_config_vectors),
 		cmocka_unit_test(test_config_null_params_is_empty),
 		cmocka_unit_test(test_config_engine_and_errors),
+		cmocka_unit_test(test_config_asset),
 		cmocka_unit_test(test_code_and_sha256),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
