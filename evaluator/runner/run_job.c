@@ -1,14 +1,10 @@
 /*
- * rdb: the runner's SQL against the queue (the `runs` table).
- *
- * Every statement that changes a claimed run is guarded by the lease:
- * `WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempts = ?`.
- * A runner whose lease expired (and whose run was re-queued and perhaps
- * claimed again, which bumps `attempts`) therefore matches zero rows and
- * writes nothing: the result of a run is written exactly once. Transactions
- * are short and READ COMMITTED: a claim is one SELECT ... FOR UPDATE SKIP
- * LOCKED and one UPDATE; the final write is one UPDATE plus the inserts of
- * the metrics, equity and leaderboard rows, committed together.
+ * run_job: backtest runs (the `runs` table) as a kind of the job queue
+ * (jobq.h). The queue mechanics (claim, lease, heartbeat, reap, cancel,
+ * retry, the guarded finish) are jobq.c's; this file holds what is a run's
+ * own: loading its pinned inputs, executing it (job.c), its result columns,
+ * and, inside the finishing transaction, its metrics, equity and
+ * leaderboard rows and, for a verification run, the record on the original.
  *
  * Every statement is a prepared statement of common/db.h (cached per
  * connection); values travel only as bound parameters.
@@ -22,6 +18,9 @@
 #include "db.h"
 #include "xalloc.h"
 #include "evaluator/backtest.h"
+#include "log.h"
+#include "evaluator/runner/jobq.h"
+#include "evaluator/runner/jobs.h"
 #include "evaluator/runner/runner.h"
 
 #define RDB_TEXT_MAX 65536u   /* a TEXT column */
@@ -45,28 +44,6 @@ static bool one_row(void *ctx, const struct db_col *cols, size_t ncols)
 	(void)ncols;
 	*(bool *)ctx = true;
 	return false;
-}
-
-/* Start a READ COMMITTED transaction. 0 or -1. */
-static int begin(struct db *db, struct buf *err)
-{
-	if (x(db, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED", NULL, 0, NULL, 0, NULL, NULL, NULL, err) != 0)
-		return -1;
-	if (db_begin(db) != DB_OK) {
-		buf_printf(err, "database: %s", db_error(db));
-		return -1;
-	}
-	return 0;
-}
-
-/* Commit. 0 or -1. */
-static int commit(struct db *db, struct buf *err)
-{
-	if (db_commit(db) != DB_OK) {
-		buf_printf(err, "database: %s", db_error(db));
-		return -1;
-	}
-	return 0;
 }
 
 struct db *rdb_connect(const char *url, struct buf *err)
@@ -123,7 +100,7 @@ static void hash_col(char dst[65], const struct db_col *c)
 }
 
 /* Load the execution details of claimed run j->id. 1 ok, 0 vanished, -1 error. */
-static int load_job(struct db *db, struct rjob *j, struct buf *err)
+static int load_run(struct db *db, struct rjob *j, struct buf *err)
 {
 	enum { C_SEQ, C_SV, C_DV, C_PATH, C_DH, C_CH, C_CFH, C_PARAMS, C_ASSET, C_AUDIT, C_VERIFY, C_CODE, C_KIND,
 	       C_ENGINE, C__N };
@@ -175,41 +152,6 @@ out:
 		if (c[i].type != DB_T_INT)
 			free(c[i].buf);
 	return rc;
-}
-
-int rdb_claim(struct db *db, const char *owner, struct rjob *j, struct buf *err)
-{
-	char id[64] = "";
-	struct db_col c[] = { DB_COL_TEXT(id), DB_COL_INT, DB_COL_INT };
-	struct db_result res;
-	bool found = false;
-	int rc = -1;
-	memset(j, 0, sizeof *j);
-	if (begin(db, err) != 0)
-		return -1;
-	if (x(db, "SELECT id, attempts, max_attempts FROM runs WHERE status = 'queued' "
-		  "ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED", NULL, 0, c, 3, one_row, &found, NULL, err) != 0)
-		goto fail;
-	if (!found) {
-		db_rollback(db);
-		return 0;
-	}
-	snprintf(j->id, sizeof j->id, "%.36s", id);
-	j->attempt = (unsigned)c[1].i + 1;
-	j->max_attempts = (unsigned)c[2].i;
-	struct db_arg a[] = { DB_ARG_TEXT(owner), DB_ARG_INT(RUNNER_LEASE_S), DB_ARG_INT(j->attempt),
-			      DB_ARG_TEXT(j->id) };
-	if (x(db, "UPDATE runs SET status = 'running', lease_owner = ?, "
-		  "lease_expires_at = NOW(6) + INTERVAL ? SECOND, attempts = ?, started_at = NOW(6) WHERE id = ?",
-	      a, 4, NULL, 0, NULL, NULL, &res, err) != 0 || commit(db, err) != 0)
-		goto fail;
-	rc = load_job(db, j, err);
-	if (rc == 0)
-		buf_printf(err, "claimed run %s vanished", j->id);
-	return rc;
-fail:
-	db_rollback(db);
-	return -1;
 }
 
 /* A text argument, NULL for an empty buffer. */
@@ -281,206 +223,6 @@ static int write_completed(struct db *db, const struct rjob *j, struct rresult *
 		     "ON DUPLICATE KEY UPDATE gen = gen + 1", g, 1, NULL, 0, NULL, NULL, NULL, err);
 }
 
-/* Cut the error message at RUNNER_MESSAGE_MAX bytes, on a character boundary. */
-static void cut_message(struct buf *msg)
-{
-	size_t cut = msg->len;
-	if (cut <= RUNNER_MESSAGE_MAX)
-		return;
-	cut = RUNNER_MESSAGE_MAX;
-	while (cut && ((unsigned char)msg->data[cut] & 0xC0) == 0x80)
-		cut--;
-	msg->len = cut;
-	msg->data[cut] = '\0';
-}
-
-int rdb_finish(struct db *db, const char *owner, const struct rjob *j, struct rresult *r,
-	       const char *artifacts_dir, struct buf *err)
-{
-	static const char *const names[] = { "completed", "failed", "cancelled" };
-	char now[32] = "", runtime[32];
-	struct db_col nc[] = { DB_COL_TEXT(now) };
-	struct db_result res = { 0 };
-	bool found = false;
-	if (begin(db, err) != 0)
-		return -1;
-	if (x(db, "SELECT CAST(NOW(6) AS CHAR)", NULL, 0, nc, 1, one_row, &found, NULL, err) != 0)
-		goto fail;
-	if (!found) {
-		buf_puts(err, "database: SELECT NOW(6) returned no row");
-		goto fail;
-	}
-	snprintf(runtime, sizeof runtime, "%.17g", r->runtime_s);
-	bool done = r->status == RJOB_COMPLETED;
-	const char *code = r->error_code[0] ? r->error_code : (r->status == RJOB_CANCELLED ? "cancelled" : "internal");
-	cut_message(&r->error_message);   /* the API reads messages into 4 KiB */
-	struct db_arg a[13];
-	size_t n = 0;
-	a[n++] = DB_ARG_TEXT(names[r->status]);
-	a[n++] = DB_ARG_TEXT(now);
-	a[n++] = DB_ARG_TEXT(runtime);
-	a[n++] = text_or_null(&r->resources_json);
-	a[n++] = text_or_null(&r->audit_json);
-	a[n++] = r->audit_ran ? DB_ARG_INT(r->audit_passed ? 1 : 0) : DB_ARG_NULL;
-	if (done) {
-		a[n++] = artifacts_dir ? DB_ARG_TEXT(artifacts_dir) : DB_ARG_NULL;
-	} else {
-		a[n++] = DB_ARG_TEXT(code);
-		a[n++] = text_or_null(&r->error_message);
-		a[n++] = text_or_null(&r->log_tail);
-	}
-	a[n++] = DB_ARG_TEXT(j->id);
-	a[n++] = DB_ARG_TEXT(owner);
-	a[n++] = DB_ARG_INT(j->attempt);
-	const char *sql = done ?
-		"UPDATE runs SET status = ?, completed_at = ?, runtime_s = ?, lease_owner = NULL, "
-		"lease_expires_at = NULL, resources = ?, audit_result = ?, audit_passed = ?, error_code = NULL, "
-		"error_message = NULL, error_log_tail = NULL, artifacts_dir = ? "
-		"WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempts = ?" :
-		"UPDATE runs SET status = ?, completed_at = ?, runtime_s = ?, lease_owner = NULL, "
-		"lease_expires_at = NULL, resources = ?, audit_result = ?, audit_passed = ?, error_code = ?, "
-		"error_message = ?, error_log_tail = ? "
-		"WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempts = ?";
-	if (x(db, sql, a, n, NULL, 0, NULL, NULL, &res, err) != 0)
-		goto fail;
-	if (res.affected != 1) {
-		db_rollback(db);   /* the lease was lost: the other runner's result counts */
-		return 0;
-	}
-	if (done && write_completed(db, j, r, now, err) != 0)
-		goto fail;
-	if (j->verify_of && r->verification_json.len) {
-		struct db_arg v[] = { DB_ARG_TEXTN(r->verification_json.data, r->verification_json.len),
-				      DB_ARG_TEXT(j->verify_of) };
-		if (x(db, "UPDATE runs SET verification = ? WHERE id = ?", v, 2, NULL, 0, NULL, NULL, NULL, err) != 0)
-			goto fail;
-	}
-	if (commit(db, err) != 0)
-		goto fail;
-	return 1;
-fail:
-	db_rollback(db);
-	return -1;
-}
-
-int rdb_heartbeat(struct db *db, const char *owner, struct buf *err)
-{
-	struct db_arg a[] = { DB_ARG_INT(RUNNER_LEASE_S), DB_ARG_TEXT(owner) };
-	return x(db, "UPDATE runs SET lease_expires_at = NOW(6) + INTERVAL ? SECOND "
-		     "WHERE status = 'running' AND lease_owner = ?", a, 2, NULL, 0, NULL, NULL, NULL, err);
-}
-
-/* Row callback: append the id column NUL-terminated to the buffer in ctx. */
-static bool collect_id(void *ctx, const struct db_col *cols, size_t ncols)
-{
-	(void)ncols;
-	struct buf *out = ctx;
-	buf_append(out, cols[0].buf, cols[0].len);
-	buf_putc(out, '\0');
-	return true;
-}
-
-int rdb_cancel_requests(struct db *db, const char *owner, struct buf *out, struct buf *err)
-{
-	char id[64] = "";
-	struct db_col c[] = { DB_COL_TEXT(id) };
-	struct db_arg a[] = { DB_ARG_TEXT(owner) };
-	struct db_result res = { 0 };
-	if (x(db, "SELECT id FROM runs WHERE status = 'running' AND cancel_requested = 1 AND lease_owner = ?",
-	      a, 1, c, 1, collect_id, out, &res, err) != 0)
-		return -1;
-	return (int)res.rows;
-}
-
-struct expired {
-	char     id[37];
-	unsigned attempts, max;
-	bool     cancel;
-};
-
-struct expired_list {
-	struct expired e[32];
-	size_t         n;
-};
-
-/* Row callback: collect one expired run. */
-static bool collect_expired(void *ctx, const struct db_col *c, size_t ncols)
-{
-	(void)ncols;
-	struct expired_list *l = ctx;
-	if (l->n == sizeof l->e / sizeof l->e[0])
-		return false;
-	struct expired *e = &l->e[l->n++];
-	snprintf(e->id, sizeof e->id, "%.*s", (int)c[0].len, c[0].buf);
-	e->attempts = (unsigned)c[1].i;
-	e->max = (unsigned)c[2].i;
-	e->cancel = c[3].i != 0;
-	return true;
-}
-
-int rdb_reap(struct db *db, struct buf *err)
-{
-	char id[64] = "";
-	struct db_col c[] = { DB_COL_TEXT(id), DB_COL_INT, DB_COL_INT, DB_COL_INT };
-	struct expired_list l = { .n = 0 };
-	int requeued = 0;
-	if (begin(db, err) != 0)
-		return -1;
-	if (x(db, "SELECT id, attempts, max_attempts, cancel_requested FROM runs "
-		  "WHERE status = 'running' AND lease_expires_at < NOW(6) "
-		  "ORDER BY lease_expires_at LIMIT 32 FOR UPDATE SKIP LOCKED", NULL, 0, c, 4, collect_expired, &l,
-	      NULL, err) != 0)
-		goto fail;
-	for (size_t i = 0; i < l.n; i++) {
-		const struct expired *e = &l.e[i];
-		char msg[160];
-		struct db_arg a[2] = { DB_ARG_TEXT(e->id) };
-		int rc;
-		if (e->cancel) {
-			rc = x(db, "UPDATE runs SET status = 'cancelled', completed_at = NOW(6), error_code = 'cancelled', "
-				   "error_message = 'cancelled while its runner was lost', lease_owner = NULL, "
-				   "lease_expires_at = NULL WHERE id = ?", a, 1, NULL, 0, NULL, NULL, NULL, err);
-		} else if (e->attempts >= e->max) {
-			snprintf(msg, sizeof msg, "the runner executing this run was lost %u times (lease expired); "
-				 "giving up", e->attempts);
-			a[0] = DB_ARG_TEXT(msg);
-			a[1] = DB_ARG_TEXT(e->id);
-			rc = x(db, "UPDATE runs SET status = 'failed', completed_at = NOW(6), error_code = 'runner_lost', "
-				   "error_message = ?, lease_owner = NULL, lease_expires_at = NULL WHERE id = ?",
-			       a, 2, NULL, 0, NULL, NULL, NULL, err);
-		} else {
-			rc = x(db, "UPDATE runs SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL "
-				   "WHERE id = ?", a, 1, NULL, 0, NULL, NULL, NULL, err);
-			requeued++;
-		}
-		if (rc != 0)
-			goto fail;
-	}
-	if (commit(db, err) != 0)
-		goto fail;
-	return requeued;
-fail:
-	db_rollback(db);
-	return -1;
-}
-
-int rdb_hand_back(struct db *db, const char *owner, const struct rjob *j, struct buf *err)
-{
-	struct db_arg a[] = { DB_ARG_TEXT(j->id), DB_ARG_TEXT(owner), DB_ARG_INT(j->attempt) };
-	return x(db, "UPDATE runs SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL, "
-		     "attempts = attempts - 1, started_at = NULL "
-		     "WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempts = ?",
-		 a, 3, NULL, 0, NULL, NULL, NULL, err);
-}
-
-int rdb_requeue(struct db *db, const char *owner, const struct rjob *j, struct buf *err)
-{
-	struct db_arg a[] = { DB_ARG_TEXT(j->id), DB_ARG_TEXT(owner), DB_ARG_INT(j->attempt) };
-	return x(db, "UPDATE runs SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL "
-		     "WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempts = ?",
-		 a, 3, NULL, 0, NULL, NULL, NULL, err);
-}
-
 int rdb_load_reference(struct db *db, const char *run_id, struct buf *metrics_json, struct buf *equity,
 		       struct buf *err)
 {
@@ -515,3 +257,155 @@ out:
 	free(c[1].buf);
 	return rc;
 }
+
+/* A run as a job of the queue: its inputs, its result and its artifacts directory. */
+struct run_job {
+	struct rjob    j;
+	struct rresult r;
+	struct buf     art;
+	bool           have_result;
+};
+
+/* kind->load: the pinned inputs of the claimed run. */
+static int run_load(struct db *db, const struct jobq_lease *l, void *job, struct buf *err)
+{
+	struct run_job *rj = job;
+	snprintf(rj->j.id, sizeof rj->j.id, "%s", l->id);
+	rj->j.attempt = l->attempt;
+	rj->j.max_attempts = l->max_attempts;
+	return load_run(db, &rj->j, err);
+}
+
+/* kind->execute: job_execute on the slot's box, its result mapped onto the common outcome. */
+static void run_execute(const struct jobq_slot *s, const struct jobq_lease *l, void *job, struct job_outcome *o)
+{
+	struct run_job *rj = job;
+	struct job_env env = *(const struct job_env *)s->env;
+	(void)l;
+	env.box_id = s->box_id;
+	rresult_init(&rj->r);
+	rj->have_result = true;
+	job_execute(&env, s->ctl, &rj->j, &rj->r, &rj->art);
+	o->runtime_s = rj->r.runtime_s;
+	switch (rj->r.status) {
+	case RJOB_COMPLETED: o->status = JOB_COMPLETED; break;
+	case RJOB_CANCELLED: o->status = JOB_CANCELLED; break;
+	default:             o->status = JOB_FAILED; break;
+	}
+	if (o->status != JOB_COMPLETED) {
+		snprintf(o->error_code, sizeof o->error_code, "%s", rj->r.error_code);
+		buf_reset(&o->message);
+		buf_append(&o->message, rj->r.error_message.data, rj->r.error_message.len);
+	}
+	/* internal comes only from the trusted side (sandbox, environment): try again elsewhere */
+	o->retry = o->status == JOB_FAILED && strcmp(rj->r.error_code, "internal") == 0;
+}
+
+/* kind->columns: resources, audit and artifacts (completed) or the log tail (failed). */
+static void run_columns(void *job, const struct job_outcome *o, struct jobq_set *set)
+{
+	struct run_job *rj = job;
+	struct rresult *r = &rj->r;
+	if (!rj->have_result)
+		return;
+	jobq_set_col(set, "resources", text_or_null(&r->resources_json));
+	jobq_set_col(set, "audit_result", text_or_null(&r->audit_json));
+	jobq_set_col(set, "audit_passed", r->audit_ran ? DB_ARG_INT(r->audit_passed ? 1 : 0) : DB_ARG_NULL);
+	if (o->status == JOB_COMPLETED) {
+		jobq_set_col(set, "error_log_tail", DB_ARG_NULL);
+		jobq_set_col(set, "artifacts_dir", rj->art.len ? DB_ARG_TEXT(rj->art.data) : DB_ARG_NULL);
+	} else {
+		jobq_set_col(set, "error_log_tail", text_or_null(&r->log_tail));
+	}
+}
+
+/*
+ * The verification record of re-execution rj of run rj->j.verify_of: compare
+ * the result with the stored metrics and equity (bit for bit, runtime_s
+ * aside) and write the JSON object into out.
+ */
+static void build_verification(struct db *c, const struct run_job *rj, const struct job_outcome *o,
+			       struct buf *out)
+{
+	const struct rjob *j = &rj->j;
+	const struct rresult *r = &rj->r;
+	struct buf mj = BUF_INIT, eq = BUF_INIT, diff = BUF_INIT, err = BUF_INIT;
+	struct metrics ref;
+	bool identical = false;
+	buf_puts(out, "{\"verification_run_id\":\"");
+	buf_puts(out, j->id);
+	buf_puts(out, "\",\"verified_at\":\"");
+	log_time(out);
+	buf_puts(out, "\",");
+	if (o->status != JOB_COMPLETED) {
+		buf_printf(out, "\"identical\":false,\"first_difference\":{\"what\":\"status\",\"actual\":\"%s\"}}",
+			   o->error_code[0] ? o->error_code : "failed");
+		goto out;
+	}
+	int got = rdb_load_reference(c, j->verify_of, &mj, &eq, &err);
+	if (got <= 0 || !policy_metrics_from_json(buf_cstr(&mj), &ref) || eq.len % sizeof(double)) {
+		buf_puts(out, "\"identical\":false,\"first_difference\":{\"what\":\"reference\",\"actual\":\"the original "
+			      "run's stored results cannot be read\"}}");
+		goto out;
+	}
+	identical = policy_compare(&ref, (const double *)(const void *)eq.data, eq.len / sizeof(double), &r->m,
+				   r->equity, r->n, &diff);
+	buf_printf(out, "\"identical\":%s,\"first_difference\":%s}", identical ? "true" : "false",
+		   identical ? "null" : buf_cstr(&diff));
+out:
+	buf_free(&mj);
+	buf_free(&eq);
+	buf_free(&diff);
+	buf_free(&err);
+}
+
+/* kind->commit: metrics, equity and leaderboard rows; the verification record on the original run. */
+static int run_commit(struct db *db, const struct jobq_lease *l, void *job, const struct job_outcome *o,
+		      struct buf *err)
+{
+	struct run_job *rj = job;
+	if (!rj->have_result)
+		return 0;
+	if (o->status == JOB_COMPLETED) {
+		char now[32] = "";
+		struct db_col nc[] = { DB_COL_TEXT(now) };
+		struct db_arg a[] = { DB_ARG_TEXT(l->id) };
+		bool found = false;
+		/* the rows carry the completed_at the guarded UPDATE just wrote */
+		if (x(db, "SELECT CAST(completed_at AS CHAR) FROM runs WHERE id = ?", a, 1, nc, 1, one_row, &found,
+		      NULL, err) != 0)
+			return -1;
+		if (!found) {
+			buf_printf(err, "run %s vanished inside its finishing transaction", l->id);
+			return -1;
+		}
+		if (write_completed(db, &rj->j, &rj->r, now, err) != 0)
+			return -1;
+	}
+	if (rj->j.verify_of) {
+		struct buf v = BUF_INIT;
+		build_verification(db, rj, o, &v);
+		struct db_arg a[] = { DB_ARG_TEXTN(v.data, v.len), DB_ARG_TEXT(rj->j.verify_of) };
+		int rc = x(db, "UPDATE runs SET verification = ? WHERE id = ?", a, 2, NULL, 0, NULL, NULL, NULL, err);
+		buf_free(&v);
+		if (rc != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* kind->release. */
+static void run_release(void *job)
+{
+	struct run_job *rj = job;
+	if (rj->have_result)
+		rresult_free(&rj->r);
+	buf_free(&rj->art);
+	rjob_free(&rj->j);
+}
+
+const struct job_kind run_kind = {
+	.name = "run", .table = "runs", .lease_s = RUNNER_LEASE_S, .job_size = sizeof(struct run_job),
+	.load = run_load, .execute = run_execute, .columns = run_columns, .commit = run_commit,
+	.release = run_release,
+};
