@@ -150,8 +150,7 @@ static void bt_host_error(struct bt_ctx *c)
 	const char *code = bt_str(m, "code", "strategy_error", 64);
 	const char *type = bt_str(m, "type", "Exception", 128);
 	const char *msg = bt_str(m, "message", "", 4096);
-	enum ev_err e = strcmp(code, "bad_output") == 0 ? EV_BAD_OUTPUT :
-			strcmp(code, "internal") == 0 ? EV_INTERNAL : EV_STRATEGY_ERROR;
+	enum ev_err e = ev_from_host_code(code);
 	/* an allocation refused under the sandbox's memory cap */
 	if (e == EV_STRATEGY_ERROR && strcmp(type, "MemoryError") == 0)
 		e = EV_MEMORY_LIMIT;

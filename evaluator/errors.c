@@ -1,4 +1,6 @@
 /* errors: machine codes and descriptions of enum ev_err (see errors.h). */
+#include <string.h>
+
 #include "evaluator/errors.h"
 
 static const char *const ev_codes[EV_ERR__MAX] = {
@@ -47,4 +49,9 @@ const char *ev_strerror(enum ev_err e)
 	if ((unsigned)e >= EV_ERR__MAX)
 		return "internal error";
 	return ev_texts[e];
+}
+
+enum ev_err ev_from_host_code(const char *code)
+{
+	return code && strcmp(code, "bad_output") == 0 ? EV_BAD_OUTPUT : EV_STRATEGY_ERROR;
 }

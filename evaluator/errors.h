@@ -29,6 +29,13 @@ enum ev_err {
 
 /* Machine code of e ("bad_output", ...); "internal" for out-of-range values. */
 const char *ev_errcode(enum ev_err e);
+/*
+ * The error of an ERROR frame's `code` sent by the strategy host. What the
+ * host says is untrusted: it is always the user's error (bad_output, else
+ * strategy_error), never internal, timeout or memory_limit, which come only
+ * from the trusted side's own observations (issue 11, item 4).
+ */
+enum ev_err ev_from_host_code(const char *code);
 /* Short human description of e. */
 const char *ev_strerror(enum ev_err e);
 

@@ -27,7 +27,7 @@ BINS        += $(BINDIR)/agenttest-runner
 
 $(BUILD)/librunner.a: $(RUNNER_OBJS)
 	@mkdir -p $(@D)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
 $(BINDIR)/agenttest-runner: $(RUNNER_MAIN) $(LIBS)
 	@mkdir -p $(@D)

@@ -330,8 +330,7 @@ static void host_error(struct sctx *c, const struct proto_hdr *h)
 	const char *type = json_object_object_get_ex(m, "type", &v) ? json_object_get_string(v) : "Exception";
 	const char *msg = json_object_object_get_ex(m, "message", &v) ? json_object_get_string(v) : "";
 	const char *phase = json_object_object_get_ex(m, "phase", &v) ? json_object_get_string(v) : c->phase;
-	enum ev_err e = strcmp(code, "bad_output") == 0 ? EV_BAD_OUTPUT :
-			strcmp(code, "internal") == 0 ? EV_INTERNAL : EV_STRATEGY_ERROR;
+	enum ev_err e = ev_from_host_code(code);
 	if (e == EV_BAD_OUTPUT)
 		sfail(c, e, "%.900s", msg);
 	else

@@ -40,6 +40,7 @@ const struct fcgi_route fcgi_routes[] = {
 	{ HTTP_POST, "/api/evaluations", h_evaluations_create, ACCESS_USER, BODY_JSON },
 	{ HTTP_GET, "/api/evaluations", h_evaluations_list, ACCESS_USER, BODY_NONE },
 	{ HTTP_GET, "/api/evaluations/{id}", h_evaluations_get, ACCESS_USER, BODY_NONE },
+	{ HTTP_POST, "/api/evaluations/{id}/cancel", h_evaluations_cancel, ACCESS_USER, BODY_JSON_OPTIONAL },
 };
 
 const size_t fcgi_nroutes = sizeof fcgi_routes / sizeof fcgi_routes[0];

@@ -2,16 +2,12 @@
  * eval_job: the runner's second job kind, MANTIS challenge evaluations
  * (rows of `evaluations`, sql/004, queued by POST /api/evaluations).
  *
- * A slot that finds no queued run calls eval_job_try(): re-queue (or fail,
- * runner_lost) evaluations whose lease expired, claim the oldest queued one
- * (one short transaction, FOR UPDATE SKIP LOCKED), execute it with
- * stream_evaluate (open the pinned dataset, check its hash, stream the bars
- * into the confined host in lockstep, score in C) and write the outcome
- * once, guarded by (id, status running, lease_owner, attempts) exactly as
- * runs are. An evaluation's lease covers its whole CPU budget (no
- * heartbeat): twice STREAM_CPU_S plus ten minutes. SIGTERM hand-back
- * (job_cancel with hand_back) puts it back in the queue without counting
- * the attempt.
+ * A kind of the job queue (jobq.h): claimed after the runs (a slot takes an
+ * evaluation when no run is queued), with the same lease, heartbeat,
+ * cancel, reap and guarded finish as every kind. What is its own: loading
+ * the pinned inputs, executing with stream_evaluate (open the pinned
+ * dataset, check its hash, stream the bars into the confined host in
+ * lockstep, score in C), and its result columns (metric, score, result).
  */
 #include <math.h>
 #include <stdio.h>
@@ -22,20 +18,21 @@
 #include "xalloc.h"
 #include "evaluator/dataset.h"
 #include "evaluator/protocol.h"
-#include "evaluator/runner/eval_job.h"
+#include "evaluator/runner/jobq.h"
+#include "evaluator/runner/jobs.h"
 #include "evaluator/runner/runner.h"
 #include "evaluator/stream.h"
 
-#define EVAL_LEASE_S ((int)(2 * STREAM_CPU_S) + 600)
-
-/* A claimed evaluation. */
+/* A claimed evaluation: its inputs and, once executed, its result object. */
 struct ejob {
 	char     id[37];
-	unsigned attempt;
 	char    *challenge, *mode, *path, *hash, *code;
 	size_t   code_len;
 	double   days_back, holdout_days;
 	int      dev_only;
+	enum ev_err rc;
+	json_object *out;
+	char     score[32];
 };
 
 /* Release the strings of e. */
@@ -46,6 +43,7 @@ static void ejob_free(struct ejob *e)
 	free(e->path);
 	free(e->hash);
 	free(e->code);
+	json_object_put(e->out);
 	memset(e, 0, sizeof *e);
 }
 
@@ -69,49 +67,13 @@ static bool got_row(void *ctx, const struct db_col *cols, size_t ncols)
 	return false;
 }
 
-/* Expired leases: back to the queue, or failed once the attempts are used. */
-static int reap(struct db *db, struct buf *err)
+/* kind->load: the pinned inputs of claimed evaluation l->id. 1, 0 vanished, -1 error. */
+static int eval_load(struct db *db, const struct jobq_lease *l, void *job, struct buf *err)
 {
-	return ex(db, "UPDATE evaluations SET status = IF(attempts < max_attempts, 'queued', 'failed'), "
-		      "error_code = IF(attempts < max_attempts, NULL, 'runner_lost'), "
-		      "error_message = IF(attempts < max_attempts, NULL, 'the runner executing it disappeared'), "
-		      "completed_at = IF(attempts < max_attempts, NULL, NOW(6)), lease_owner = NULL, "
-		      "lease_expires_at = NULL WHERE status = 'running' AND lease_expires_at < NOW(6)",
-		  NULL, 0, NULL, 0, NULL, NULL, NULL, err);
-}
-
-/* Claim the oldest queued evaluation. 1 claimed (e filled), 0 none, -1 error. */
-static int claim(struct db *db, const char *owner, struct ejob *e, struct buf *err)
-{
-	char id[64] = "";
-	struct db_col c[] = { DB_COL_TEXT(id), DB_COL_INT };
+	struct ejob *e = job;
 	bool found = false;
 	int rc = -1;
-	memset(e, 0, sizeof *e);
-	if (ex(db, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED", NULL, 0, NULL, 0, NULL, NULL, NULL, err) != 0)
-		return -1;
-	if (db_begin(db) != DB_OK) {
-		buf_printf(err, "database: %s", db_error(db));
-		return -1;
-	}
-	if (ex(db, "SELECT id, attempts FROM evaluations WHERE status = 'queued' "
-		   "ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED", NULL, 0, c, 2, got_row, &found, NULL, err) != 0)
-		goto fail;
-	if (!found) {
-		rc = 0;
-		goto fail;
-	}
-	snprintf(e->id, sizeof e->id, "%.36s", id);
-	e->attempt = (unsigned)c[1].i + 1;
-	struct db_arg a[] = { DB_ARG_TEXT(owner), DB_ARG_INT(EVAL_LEASE_S), DB_ARG_INT(e->attempt), DB_ARG_TEXT(e->id) };
-	if (ex(db, "UPDATE evaluations SET status = 'running', lease_owner = ?, "
-		   "lease_expires_at = NOW(6) + INTERVAL ? SECOND, attempts = ?, started_at = NOW(6) WHERE id = ?",
-	       a, 4, NULL, 0, NULL, NULL, NULL, err) != 0)
-		goto fail;
-	if (db_commit(db) != DB_OK) {
-		buf_printf(err, "database: %s", db_error(db));
-		goto fail;
-	}
+	snprintf(e->id, sizeof e->id, "%s", l->id);
 	char ch[256] = "", mode[64] = "", path[4097] = "", hash[256] = "", days[64] = "", hold[64] = "";
 	struct db_col d[] = { DB_COL_TEXT(ch), DB_COL_TEXT(mode), DB_COL_TEXT(path), DB_COL_TEXT(hash),
 			      { .type = DB_T_TEXT, .buf = xmalloc(STREAM_MAX_CODE + 1), .cap = STREAM_MAX_CODE + 1 },
@@ -121,7 +83,7 @@ static int claim(struct db *db, const char *owner, struct ejob *e, struct buf *e
 	if (ex(db, "SELECT e.challenge, e.mode, d.path, e.dataset_hash, e.code, CAST(e.days_back AS CHAR), "
 		   "CAST(e.holdout_days AS CHAR), e.dev_only FROM evaluations e JOIN datasets d ON d.id = e.dataset_id "
 		   "WHERE e.id = ?", k, 1, d, 8, got_row, &found, NULL, err) == 0 && !found)
-		buf_printf(err, "claimed evaluation %s vanished", e->id);
+		rc = 0;
 	if (found) {
 		e->challenge = xstrdup(d[0].is_null ? "" : ch);
 		e->mode = xstrdup(d[1].is_null ? "strict" : mode);
@@ -137,9 +99,6 @@ static int claim(struct db *db, const char *owner, struct ejob *e, struct buf *e
 		rc = 1;
 	}
 	free(d[4].buf);
-	return rc;
-fail:
-	db_rollback(db);
 	return rc;
 }
 
@@ -159,55 +118,20 @@ static bool primary(json_object *res, const char **name, double *v)
 	return false;
 }
 
-/* Write the outcome (guarded by the lease). 1 written, 0 lease lost, -1 error. */
-static int finish(struct db *db, const char *owner, const struct ejob *e, enum ev_err rc, json_object *out,
-		  double runtime, bool hand_back, struct buf *err)
+/* kind->columns: the primary metric and its score (completed), and the result object. */
+static void eval_columns(void *job, const struct job_outcome *o, struct jobq_set *set)
 {
-	const char *text = out ? json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN) : "null";
-	struct db_arg guard[] = { DB_ARG_TEXT(e->id), DB_ARG_TEXT(owner), DB_ARG_INT(e->attempt) };
-	struct db_arg a[8];
-	struct db_result res = { 0 };
-	char score[32], rt[32];
-	size_t n = 0;
-	const char *sql;
-	snprintf(rt, sizeof rt, "%.6f", runtime);
-	if (hand_back) {
-		a[n++] = DB_ARG_INT((long long)e->attempt - 1);
-		sql = "UPDATE evaluations SET status = 'queued', attempts = ?, lease_owner = NULL, "
-		      "lease_expires_at = NULL, started_at = NULL "
-		      "WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempts = ?";
-	} else if (rc == EV_OK) {
+	struct ejob *e = job;
+	const char *text = e->out ? json_object_to_json_string_ext(e->out, JSON_C_TO_STRING_PLAIN) : "null";
+	if (o->status == JOB_COMPLETED) {
 		const char *metric = NULL;
 		double v = 0;
-		bool ok = primary(out, &metric, &v);
-		snprintf(score, sizeof score, "%.17g", v);
-		a[n++] = metric ? DB_ARG_TEXT(metric) : DB_ARG_NULL;
-		a[n++] = ok ? DB_ARG_TEXT(score) : DB_ARG_NULL;
-		a[n++] = DB_ARG_TEXT(text);
-		a[n++] = DB_ARG_TEXT(rt);
-		sql = "UPDATE evaluations SET status = 'completed', error_code = NULL, error_message = NULL, metric = ?, "
-		      "score = ?, result = ?, completed_at = NOW(6), runtime_s = ?, lease_owner = NULL, "
-		      "lease_expires_at = NULL WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempts = ?";
-	} else {
-		json_object *m = NULL;
-		const char *code = ev_errcode(rc), *msg = "evaluation failed";
-		if (out && json_object_object_get_ex(out, "code", &m))
-			code = json_object_get_string(m);
-		if (out && json_object_object_get_ex(out, "error", &m))
-			msg = json_object_get_string(m);
-		a[n++] = DB_ARG_TEXTN(code, strnlen(code, 32));
-		a[n++] = DB_ARG_TEXTN(msg, strnlen(msg, 60000));
-		a[n++] = DB_ARG_TEXT(text);
-		a[n++] = DB_ARG_TEXT(rt);
-		sql = "UPDATE evaluations SET status = 'failed', error_code = ?, error_message = ?, result = ?, "
-		      "completed_at = NOW(6), runtime_s = ?, lease_owner = NULL, lease_expires_at = NULL "
-		      "WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempts = ?";
+		bool ok = primary(e->out, &metric, &v);
+		snprintf(e->score, sizeof e->score, "%.17g", v);
+		jobq_set_col(set, "metric", metric ? DB_ARG_TEXT(metric) : DB_ARG_NULL);
+		jobq_set_col(set, "score", ok ? DB_ARG_TEXT(e->score) : DB_ARG_NULL);
 	}
-	for (size_t i = 0; i < 3; i++)
-		a[n++] = guard[i];
-	if (ex(db, sql, a, n, NULL, 0, NULL, NULL, &res, err) != 0)
-		return -1;
-	return res.affected > 0 ? 1 : 0;
+	jobq_set_col(set, "result", DB_ARG_TEXT(text));
 }
 
 /* Execute e: open the pinned dataset and run stream_evaluate. */
@@ -242,27 +166,35 @@ static enum ev_err execute(const struct ejob *e, unsigned box_id, struct job_ctl
 	return rc;
 }
 
-int eval_job_try(struct db *c, const char *owner, unsigned box_id, struct job_ctl *ctl, struct buf *err)
+/* kind->execute: stream_evaluate on the slot's box, mapped onto the common outcome. */
+static void eval_execute(const struct jobq_slot *s, const struct jobq_lease *l, void *job, struct job_outcome *o)
 {
-	struct ejob e;
-	if (reap(c, err) != 0)
-		return -1;
-	int got = claim(c, owner, &e, err);
-	if (got <= 0)
-		return got;
+	struct ejob *e = job;
 	double t0 = proto_now();
-	json_object *out = NULL;
-	enum ev_err rc = execute(&e, box_id, ctl, &out);
-	bool hand_back = false;
-	bool cancelled = job_cancelled(ctl, &hand_back);
-	if (cancelled && !hand_back && rc == EV_OK) {
-		json_object_put(out);
-		out = NULL;
-		rc = EV_CRASHED;
+	(void)l;
+	e->rc = execute(e, s->box_id, s->ctl, &e->out);
+	o->runtime_s = proto_now() - t0;
+	if (e->rc == EV_OK) {
+		o->status = JOB_COMPLETED;
+		return;
 	}
-	int w = finish(c, owner, &e, rc, out, proto_now() - t0, cancelled && hand_back, err);
-	job_ctl_reset(ctl);
-	json_object_put(out);
-	ejob_free(&e);
-	return w < 0 ? -1 : 1;
+	json_object *m = NULL;
+	const char *code = ev_errcode(e->rc), *msg = "evaluation failed";
+	if (e->out && json_object_object_get_ex(e->out, "code", &m))
+		code = json_object_get_string(m);
+	if (e->out && json_object_object_get_ex(e->out, "error", &m))
+		msg = json_object_get_string(m);
+	job_outcome_fail(o, code, "%s", msg);
+	o->retry = e->rc == EV_INTERNAL;
 }
+
+/* kind->release. */
+static void eval_release(void *job)
+{
+	ejob_free(job);
+}
+
+const struct job_kind eval_kind = {
+	.name = "evaluation", .table = "evaluations", .lease_s = RUNNER_LEASE_S, .job_size = sizeof(struct ejob),
+	.load = eval_load, .execute = eval_execute, .columns = eval_columns, .release = eval_release,
+};

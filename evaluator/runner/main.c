@@ -14,11 +14,12 @@
  *     │             bumps `gen` and wakes the idle slots
  *     ▼
  *   slot threads (N) ── each with its own DB connection
- *        loop: claim (FOR UPDATE SKIP LOCKED, short transaction)
- *              → job_execute (sandbox, evaluator) → rdb_finish (one
- *              transaction guarded by lease owner + attempt)
- *              → claim again at once; when the queue is empty, sleep until
- *              `gen` changes.
+ *        loop: jobq_claim (runs first, then evaluations: FOR UPDATE SKIP
+ *              LOCKED, short transaction) → jobq_process (the kind's
+ *              execute in the sandbox, then hand back, retry or the one
+ *              finishing write guarded by lease owner + attempt)
+ *              → claim again at once; when every queue is empty, sleep
+ *              until `gen` changes.
  *
  * The lease owner is "<host>:<pid>:<random>", one per process; the write
  * guard adds the attempt number, so a slot whose lease was lost (a stalled
@@ -49,14 +50,15 @@
 #include "xalloc.h"
 #include "evaluator/runner/runner.h"
 #include "sandbox/sandbox.h"
-#include "evaluator/runner/eval_job.h"
+#include "evaluator/runner/jobq.h"
+#include "evaluator/runner/jobs.h"
 #include "evaluator/runner/check_service.h"
 
 struct slot {
 	pthread_t       thread;
 	unsigned        index;
 	struct job_ctl *ctl;
-	char            run_id[37];  /* current job, "" when idle (under mu) */
+	char            job_id[37];  /* current job, "" when idle (under mu) */
 	bool            busy;
 };
 
@@ -68,6 +70,7 @@ static struct {
 	const char     *db_url;
 	char            owner[RUNNER_OWNER_MAX];
 	struct job_env  env;
+	struct jobq     q;          /* the kinds served, in claim priority */
 	struct slot     slots[RUNNER_MAX_SLOTS];
 	unsigned        nslots;
 	atomic_uint     busy;
@@ -140,43 +143,6 @@ static void log_run(enum log_level lvl, const char *event, const char *run_id, c
 }
 
 /*
- * The verification record of a re-execution j of run j->verify_of: compare
- * r with the stored metrics and equity (bit for bit, runtime_s aside) and
- * write the JSON object into out.
- */
-static void build_verification(struct db *c, const struct rjob *j, const struct rresult *r, struct buf *out)
-{
-	struct buf mj = BUF_INIT, eq = BUF_INIT, diff = BUF_INIT, err = BUF_INIT;
-	struct metrics ref;
-	bool identical = false;
-	buf_puts(out, "{\"verification_run_id\":\"");
-	buf_puts(out, j->id);
-	buf_puts(out, "\",\"verified_at\":\"");
-	log_time(out);
-	buf_puts(out, "\",");
-	if (r->status != RJOB_COMPLETED) {
-		buf_printf(out, "\"identical\":false,\"first_difference\":{\"what\":\"status\",\"actual\":\"%s\"}}",
-			   r->error_code[0] ? r->error_code : "failed");
-		goto out;
-	}
-	int got = rdb_load_reference(c, j->verify_of, &mj, &eq, &err);
-	if (got <= 0 || !policy_metrics_from_json(buf_cstr(&mj), &ref) || eq.len % sizeof(double)) {
-		buf_puts(out, "\"identical\":false,\"first_difference\":{\"what\":\"reference\",\"actual\":\"the original "
-			      "run's stored results cannot be read\"}}");
-		goto out;
-	}
-	identical = policy_compare(&ref, (const double *)(const void *)eq.data, eq.len / sizeof(double), &r->m,
-				   r->equity, r->n, &diff);
-	buf_printf(out, "\"identical\":%s,\"first_difference\":%s}", identical ? "true" : "false",
-		   identical ? "null" : buf_cstr(&diff));
-out:
-	buf_free(&mj);
-	buf_free(&eq);
-	buf_free(&diff);
-	buf_free(&err);
-}
-
-/*
  * A slot counts as busy from just before it claims until its claim came back
  * empty or its job is written: the drain then waits for a claim in flight and
  * hand_back_all() reaches a job claimed a moment before SIGTERM. The stop
@@ -201,7 +167,7 @@ static bool slot_enter(struct slot *s, unsigned long *seen)
 static void slot_leave(struct slot *s)
 {
 	pthread_mutex_lock(&R.mu);
-	s->run_id[0] = '\0';
+	s->job_id[0] = '\0';
 	s->busy = false;
 	atomic_fetch_sub(&R.busy, 1);
 	pthread_mutex_unlock(&R.mu);
@@ -209,46 +175,40 @@ static void slot_leave(struct slot *s)
 }
 
 /* Execute one claimed job and write its outcome; the slot is busy (slot_enter). */
-static void slot_run(struct slot *s, struct db *c, struct rjob *j)
+static void slot_run(struct slot *s, struct db *c, struct jobq_job *j)
 {
-	struct rresult r;
-	struct buf art = BUF_INIT, err = BUF_INIT;
-	bool hand_back = false;
-	rresult_init(&r);
+	struct job_outcome o;
+	struct buf err = BUF_INIT;
+	const char *id = j->lease.id;
+	job_outcome_init(&o);
 	pthread_mutex_lock(&R.mu);
-	snprintf(s->run_id, sizeof s->run_id, "%s", j->id);
+	snprintf(s->job_id, sizeof s->job_id, "%s", id);
 	pthread_mutex_unlock(&R.mu);
 
-	struct job_env env = R.env;
-	env.box_id = s->index + 1;
-	job_execute(&env, s->ctl, j, &r, &art);
-	if (job_cancelled(s->ctl, &hand_back) && hand_back) {
-		if (rdb_hand_back(c, R.owner, j, &err) != 0)
-			log_run(LOG_LVL_ERROR, "hand_back_failed", j->id, buf_cstr(&err));
-		else
-			log_run(LOG_LVL_INFO, "handed_back", j->id, NULL);
-	} else if (r.status == RJOB_FAILED && strcmp(r.error_code, "internal") == 0 && j->attempt < j->max_attempts) {
+	struct jobq_slot slot = { .box_id = s->index + 1, .ctl = s->ctl };
+	switch (jobq_process(c, &R.q, j, &slot, &o, &err)) {
+	case JOBQ_HANDED_BACK:
+		log_run(LOG_LVL_INFO, "handed_back", id, NULL);
+		break;
+	case JOBQ_REQUEUED:
 		/* a failure of the trusted side (sandbox, environment), not of the
-		 * strategy: try again, on any runner, while attempts are left */
-		log_run(LOG_LVL_WARNING, "retrying", j->id, buf_cstr(&r.error_message));
-		if (rdb_requeue(c, R.owner, j, &err) != 0)
-			log_run(LOG_LVL_ERROR, "requeue_failed", j->id, buf_cstr(&err));
+		 * strategy: tried again, on any runner, while attempts are left */
+		log_run(LOG_LVL_WARNING, "retrying", id, buf_cstr(&o.message));
 		wake_slots();
-	} else {
-		if (j->verify_of)
-			build_verification(c, j, &r, &r.verification_json);
-		int w = rdb_finish(c, R.owner, j, &r, art.len ? art.data : NULL, &err);
-		if (w < 0)
-			log_run(LOG_LVL_ERROR, "finish_failed", j->id, buf_cstr(&err));
-		else if (w == 0)
-			log_run(LOG_LVL_WARNING, "lease_lost", j->id, "result discarded: another runner owns the run");
-		else {
-			atomic_fetch_add(&R.completed, 1);
-			log_run(LOG_LVL_DEBUG, "run_done", j->id, r.error_code[0] ? r.error_code : "completed");
-		}
+		break;
+	case JOBQ_LEASE_LOST:
+		log_run(LOG_LVL_WARNING, "lease_lost", id, "result discarded: another runner owns the job");
+		break;
+	case JOBQ_DB_ERROR:
+		log_run(LOG_LVL_ERROR, "finish_failed", id, buf_cstr(&err));
+		break;
+	case JOBQ_WRITTEN:
+		atomic_fetch_add(&R.completed, 1);
+		log_run(LOG_LVL_DEBUG, j->lease.kind == &run_kind ? "run_done" : "job_done", id,
+			o.status == JOB_COMPLETED ? "completed" : o.error_code[0] ? o.error_code : "failed");
+		break;
 	}
-	rresult_free(&r);
-	buf_free(&art);
+	job_outcome_free(&o);
 	buf_free(&err);
 }
 
@@ -264,7 +224,7 @@ static void *slot_main(void *arg)
 		if (!slot_enter(s, &seen))
 			break;
 		int got = 0;
-		struct rjob j;
+		struct jobq_job j;
 		if (!c) {
 			buf_reset(&err);
 			c = rdb_connect(R.db_url, &err);
@@ -273,7 +233,7 @@ static void *slot_main(void *arg)
 		}
 		if (c) {
 			buf_reset(&err);
-			got = rdb_claim(c, R.owner, &j, &err);
+			got = jobq_claim(c, &R.q, &j, &err);
 			if (got < 0) {
 				log_msg(LOG_LVL_ERROR, "claim_failed", "%s", buf_cstr(&err));
 				db_free(c);
@@ -282,19 +242,9 @@ static void *slot_main(void *arg)
 		}
 		if (got > 0) {
 			slot_run(s, c, &j);
-			rjob_free(&j);
+			jobq_job_free(&j);
 			slot_leave(s);
 			continue;
-		}
-		if (c && got == 0) { /* no run queued: a challenge evaluation (eval_job.c) */
-			buf_reset(&err);
-			int ev = eval_job_try(c, R.owner, s->index + 1, s->ctl, &err);
-			if (ev > 0) {
-				slot_leave(s);
-				continue;
-			}
-			if (ev < 0)
-				log_msg(LOG_LVL_ERROR, "evaluation_claim_failed", "%s", buf_cstr(&err));
 		}
 		slot_leave(s);
 		pthread_mutex_lock(&R.mu);
@@ -316,7 +266,7 @@ static void cancel_listed(const struct buf *ids, int n)
 	for (int k = 0; k < n; k++, p += strlen(p) + 1) {
 		pthread_mutex_lock(&R.mu);
 		for (unsigned i = 0; i < R.nslots; i++) {
-			if (R.slots[i].busy && strcmp(R.slots[i].run_id, p) == 0) {
+			if (R.slots[i].busy && strcmp(R.slots[i].job_id, p) == 0) {
 				log_run(LOG_LVL_INFO, "cancelling", p, NULL);
 				job_cancel(R.slots[i].ctl, false);
 			}
@@ -343,12 +293,12 @@ static void housekeeping(struct db **c, long long t, long long *last_hb, long lo
 		goto out;
 	bool busy = atomic_load(&R.busy) > 0;
 	if (busy && t - *last_hb >= 1000) {
-		if (rdb_heartbeat(*c, R.owner, &err) != 0)
+		if (jobq_heartbeat(*c, &R.q, &err) != 0)
 			goto fail;
 		*last_hb = t;
 	}
 	if (busy) {
-		int n = rdb_cancel_requests(*c, R.owner, &ids, &err);
+		int n = jobq_cancel_requests(*c, &R.q, &ids, &err);
 		if (n < 0)
 			goto fail;
 		if (n > 0)
@@ -356,7 +306,7 @@ static void housekeeping(struct db **c, long long t, long long *last_hb, long lo
 	}
 	if (t - *last_reap >= RUNNER_REAP_MS) {
 		*last_reap = t;
-		int n = rdb_reap(*c, &err);
+		int n = jobq_reap(*c, &R.q, &err);
 		if (n < 0)
 			goto fail;
 		if (n > 0)
@@ -507,6 +457,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	make_owner();
+	jobq_init(&R.q, R.owner);
+	jobq_add(&R.q, &run_kind, &R.env);     /* claim priority: runs, then evaluations */
+	jobq_add(&R.q, &eval_kind, NULL);
 	if (mysql_library_init(0, NULL, NULL) != 0)
 		goto out;
 

@@ -2,8 +2,9 @@
  * runner.h: the private header of agenttest-runner, in sections.
  *
  * The runner is one process per host with N slot threads (see main.c for the
- * theory of operation). This header holds the pieces the slots share: the job
- * as claimed from the database (rdb.c), the outcome of executing it (job.c),
+ * theory of operation). The queue itself is jobq.h, its kinds jobs.h. This
+ * header holds the pieces of the run kind: the run as loaded from the
+ * database (run_job.c), the outcome of executing it (job.c),
  * the pure policy helpers (policy.c, unit-tested) and the wake-up socket
  * (notify.c).
  */
@@ -30,7 +31,6 @@ _Static_assert(RUNNER_MAX_SLOTS + 8 <= SBX_ZYGOTES_MAX, "the zygote pool must ho
 #define RUNNER_DRAIN_S          30     /* SIGTERM: finish running work this long */
 #define RUNNER_OWNER_MAX        128
 #define RUNNER_LOG_TAIL_MAX     4096   /* bytes of the host's stderr kept on a run */
-#define RUNNER_MESSAGE_MAX      3072   /* bytes of an error message kept on a run */
 #define RUNNER_EQUITY_MAX       (1u << 24) /* values */
 #define RUNNER_RUN_CPU_S        60     /* default AGENTTEST_RUN_CPU_SECONDS */
 #define RUNNER_RUN_MEMORY_MB    256    /* default AGENTTEST_RUN_MEMORY_MB */
@@ -87,49 +87,11 @@ void rresult_free(struct rresult *r);
 void rresult_fail(struct rresult *r, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* ---- database (rdb.c) ---------------------------------------------------- */
+/* ---- database (run_job.c) ---------------------------------------------------- */
 
 /* A connection (common/db.h, prepared statements only) for DATABASE_URL, connected; NULL with a message on error. */
 struct db;
 struct db *rdb_connect(const char *url, struct buf *err);
-
-/*
- * Claim the oldest queued run for `owner` (short transaction, FOR UPDATE SKIP
- * LOCKED) and load everything needed to execute it. Returns 1 with *j filled,
- * 0 when the queue is empty, -1 on a database error (message in err).
- */
-int rdb_claim(struct db *c, const char *owner, struct rjob *j, struct buf *err);
-
-/*
- * Write the outcome in one transaction guarded by (id, lease_owner = owner,
- * attempts = j->attempt, status = running): the run row, its metrics, equity
- * and leaderboard rows, and for a verification run the record on the
- * original run. Returns 1 written, 0 the lease was lost (nothing written),
- * -1 on a database error.
- */
-int rdb_finish(struct db *c, const char *owner, const struct rjob *j, struct rresult *r,
-	       const char *artifacts_dir, struct buf *err);
-
-/* Renew the leases of every running job of `owner`. -1 on error. */
-int rdb_heartbeat(struct db *c, const char *owner, struct buf *err);
-
-/*
- * Ids of running jobs of `owner` whose cancellation was requested, appended
- * NUL-separated to out; returns how many, or -1.
- */
-int rdb_cancel_requests(struct db *c, const char *owner, struct buf *out, struct buf *err);
-
-/*
- * Expired leases: re-queue each (attempts left) or fail it with runner_lost.
- * Returns the number of runs re-queued, or -1.
- */
-int rdb_reap(struct db *c, struct buf *err);
-
-/* Give a running job back to the queue (SIGTERM hand-back), not counting the attempt. */
-int rdb_hand_back(struct db *c, const char *owner, const struct rjob *j, struct buf *err);
-
-/* Put a job back in the queue after an internal failure, counting the attempt. */
-int rdb_requeue(struct db *c, const char *owner, const struct rjob *j, struct buf *err);
 
 /* Fetch the metrics JSON and equity bytes of `run_id` for a verification. 1 found, 0 not, -1 error. */
 int rdb_load_reference(struct db *c, const char *run_id, struct buf *metrics_json, struct buf *equity, struct buf *err);

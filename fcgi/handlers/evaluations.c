@@ -22,6 +22,7 @@
 #include "evaluator/hashes.h"
 #include "fcgi/handlers/handlers.h"
 #include "fcgi/handlers/runs_view.h"
+#include "job_status.h"
 
 #define EVAL_MAX_CODE   (1u << 20)
 #define EVAL_MAX_QUEUED 50
@@ -260,6 +261,58 @@ void h_evaluations_get(struct fcgi_ctx *c)
 		return;
 	}
 	fcgi_reply_buf(c, 200, "application/json");
+}
+
+/*
+ * POST /api/evaluations/{id}/cancel: a queued evaluation is cancelled at
+ * once, a running one is stopped by its runner within a tick (the queue's
+ * cancel, common/job_status.h); 409 conflict once it is final. Answers the
+ * evaluation as GET does.
+ */
+/* Row callback: note that a row came (its values stay in the columns). */
+static bool first_row(void *ctx, const struct db_col *cols, size_t ncols)
+{
+	(void)cols;
+	(void)ncols;
+	*(bool *)ctx = true;
+	return false;
+}
+
+void h_evaluations_cancel(struct fcgi_ctx *c)
+{
+	const char *id = fcgi_param(c, "id");
+	long long uid;
+	bool admin;
+	char status[16] = "";
+	bool found = false;
+	if (!rv_caller(c, &uid, &admin))
+		return;
+	if (!id || strlen(id) != 36) {
+		fcgi_reply_error(c, 404, "not_found", "no evaluation %s", id ? id : "");
+		return;
+	}
+	struct db_col col[] = { DB_COL_TEXT(status) };
+	struct db_arg args[] = { DB_ARG_TEXT(id), DB_ARG_INT(uid), DB_ARG_INT(admin ? 1 : 0) };
+	enum db_status st = db_exec(fcgi_db(c), "SELECT status FROM evaluations WHERE id = ? AND (owner_id = ? OR ? = 1)",
+				    args, 3, col, 1, first_row, &found, NULL, DB_IDEMPOTENT);
+	uint64_t changed = 0;
+	if (st == DB_OK && found)
+		st = job_request_cancel(fcgi_db(c), "evaluations", id, &changed);
+	if (st != DB_OK) {
+		fcgi_reply_db_error(c, st);
+		return;
+	}
+	if (!found) {
+		fcgi_reply_error(c, 404, "not_found", "no evaluation %s", id);
+		return;
+	}
+	enum job_status js;
+	if (changed == 0 && job_status_parse(status, &js) && job_status_final(js)) {
+		fcgi_reply_error(c, 409, "conflict", "evaluation %s is already %s", id, status);
+		return;
+	}
+	rv_notify(c, "c");
+	h_evaluations_get(c);
 }
 
 /* List state of GET /api/evaluations. */

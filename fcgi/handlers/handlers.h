@@ -51,5 +51,6 @@ void h_challenges_leaderboard(struct fcgi_ctx *c);
 void h_evaluations_create(struct fcgi_ctx *c);
 void h_evaluations_get(struct fcgi_ctx *c);
 void h_evaluations_list(struct fcgi_ctx *c);
+void h_evaluations_cancel(struct fcgi_ctx *c);
 
 #endif

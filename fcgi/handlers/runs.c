@@ -24,6 +24,7 @@
 #include "evaluator/runner/runner.h"
 #include "fcgi/handlers/handlers.h"
 #include "fcgi/handlers/runs_view.h"
+#include "job_status.h"
 
 #define RUNS_DEFAULT_MAX_QUEUED 100
 #define RUNS_MAX_WAIT_S 60
@@ -555,14 +556,7 @@ void h_runs_cancel(struct fcgi_ctx *c)
 	struct db_result res = { 0 };
 	if (visible_run(c, r) <= 0)
 		return;
-	struct db_arg arg = DB_ARG_TEXT(r->id);
-	enum db_status st = db_exec(fcgi_db(c),
-		"UPDATE runs SET status = 'cancelled', completed_at = NOW(6), error_code = 'cancelled', "
-		"error_message = 'cancelled before it started', lease_owner = NULL, lease_expires_at = NULL "
-		"WHERE id = ? AND status = 'queued'", &arg, 1, NULL, 0, NULL, NULL, &res, 0);
-	if (st == DB_OK && res.affected == 0)
-		st = db_exec(fcgi_db(c), "UPDATE runs SET cancel_requested = 1 WHERE id = ? AND status = 'running'",
-			     &arg, 1, NULL, 0, NULL, NULL, &res, 0);
+	enum db_status st = job_request_cancel(fcgi_db(c), "runs", r->id, &res.affected);
 	if (st != DB_OK) {
 		fcgi_reply_db_error(c, st);
 		return;

@@ -208,3 +208,37 @@ def test_one_evaluation_per_challenge_and_dataset_at_a_time(stack):
     wait_done(erin, other["id"])
     again = submit(erin, FAILING)                                   # once done, the next one is accepted
     wait_done(erin, again["id"])
+
+
+SLOW = '''
+import time
+from agenttest import Featurizer, Predictor
+class F(Featurizer):
+    warmup = 61
+    def compute(self, view):
+        t = time.monotonic()
+        while time.monotonic() - t < 60:
+            pass
+        return 0.0
+class P(Predictor):
+    def predict(self, f):
+        return 0.5
+'''
+
+
+def test_cancel_a_running_evaluation(alice):
+    """The queue's cancel for evaluations: the runner kills the sandbox within a tick."""
+    q = submit(alice, SLOW)
+    deadline = time.time() + 120
+    while alice.get(f"/api/evaluations/{q['id']}").json()["status"] == "queued":
+        assert time.time() < deadline, "the evaluation never started"
+        time.sleep(0.2)
+    t0 = time.time()
+    r = alice.post(f"/api/evaluations/{q['id']}/cancel")
+    assert r.status == 200, r
+    e = wait_done(alice, q["id"], timeout=30)
+    assert e["status"] == "cancelled" and e["error"]["code"] == "cancelled", e
+    assert time.time() - t0 < 20
+    again = alice.post(f"/api/evaluations/{q['id']}/cancel")
+    assert again.status == 409 and again.json()["code"] == "conflict", again
+    assert alice.post("/api/evaluations/00000000-0000-4000-8000-000000000000/cancel").status == 404

@@ -132,6 +132,61 @@ def test_two_hundred_runs_two_runners_none_twice(rstack, api):
     assert statuses == {"completed": 20}
 
 
+def lease_lost_ids(logfile):
+    """job ids whose finishing write a runner saw refused (the lease was lost)."""
+    out = []
+    for line in Path(logfile).read_text().splitlines():
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        if ev.get("event") == "lease_lost":
+            out.append(ev["run_id"])
+    return out
+
+
+def test_stalled_runner_finishing_write_is_refused(rstack, api):
+    """A runner stalled past its lease: the job is reaped and re-claimed
+    elsewhere (attempt 2), and the stalled runner's finishing write, when it
+    wakes up, is refused by the lease guard (jobq_finish) and written nowhere."""
+    others = [p for p in getattr(rstack, "extra_runners", []) if p.poll() is None]
+    stall = start_runner(rstack, "runner-stall", slots=1)
+    # submitted first: the code check is served by a runner, paused below
+    v = api.submit(sleeper(6), "sleep6-stall")["strategy_version_id"]
+    paused = [p.pid for p in others]
+    try:
+        main_runner = rstack.pid("runner")
+        os.kill(main_runner, 0)
+        paused.append(main_runner)
+    except (OSError, ValueError):
+        pass   # the stack's own runner was killed by an earlier test
+    for pid in paused:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        run = api.run(v, dataset_version="v1", wait=0, audit=False)
+        api.wait_status(run["run_id"], "running")
+        os.kill(stall.pid, signal.SIGSTOP)
+    finally:
+        for pid in paused:
+            os.kill(pid, signal.SIGCONT)
+    deadline = time.monotonic() + 40
+    while True:
+        cur = api.get(f"/runs/{run['run_id']}").json()
+        if cur["attempts"] >= 2:
+            break
+        assert time.monotonic() < deadline, cur
+        time.sleep(0.2)
+    os.kill(stall.pid, signal.SIGCONT)
+    done = api.wait_run(run["run_id"], timeout=60)
+    assert done["status"] == "completed" and done["attempts"] == 2, done
+    log = rstack.var / "log" / "runner-stall.log"
+    deadline = time.monotonic() + 15
+    while run["run_id"] not in lease_lost_ids(log) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert run["run_id"] in lease_lost_ids(log)
+    assert run["run_id"] not in done_ids(log)
+
+
 def test_sigterm_hands_back_running_work(rstack, api):
     p = start_runner(rstack, "runner-drain", slots=1)
     for q in [x for x in rstack.extra_runners if x is not p and x.poll() is None]:

@@ -60,6 +60,18 @@ static void test_run_codes(void **state)
 	listed("invalid_config");
 }
 
+/* What the strategy host claims is the user's error, never a trusted-side verdict. */
+static void test_host_codes_are_the_users(void **state)
+{
+	(void)state;
+	assert_int_equal(ev_from_host_code("bad_output"), EV_BAD_OUTPUT);
+	assert_int_equal(ev_from_host_code("strategy_error"), EV_STRATEGY_ERROR);
+	static const char *const forged[] = { "internal", "memory_limit", "timeout", "runner_lost", "crashed", NULL };
+	for (size_t i = 0; forged[i]; i++)
+		assert_int_equal(ev_from_host_code(forged[i]), EV_STRATEGY_ERROR);
+	assert_int_equal(ev_from_host_code(NULL), EV_STRATEGY_ERROR);
+}
+
 static void test_dataset_codes(void **state)
 {
 	for (int e = 1; e < DS_ERR__MAX; e++)
@@ -78,6 +90,7 @@ int main(void)
 		cmocka_unit_test(test_run_codes),
 		cmocka_unit_test(test_dataset_codes),
 		cmocka_unit_test(test_market_codes),
+		cmocka_unit_test(test_host_codes_are_the_users),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,411 @@
+/*
+ * run_job: backtest runs (the `runs` table) as a kind of the job queue
+ * (jobq.h). The queue mechanics (claim, lease, heartbeat, reap, cancel,
+ * retry, the guarded finish) are jobq.c's; this file holds what is a run's
+ * own: loading its pinned inputs, executing it (job.c), its result columns,
+ * and, inside the finishing transaction, its metrics, equity and
+ * leaderboard rows and, for a verification run, the record on the original.
+ *
+ * Every statement is a prepared statement of common/db.h (cached per
+ * connection); values travel only as bound parameters.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db.h"
+#include "xalloc.h"
+#include "evaluator/backtest.h"
+#include "log.h"
+#include "evaluator/runner/jobq.h"
+#include "evaluator/runner/jobs.h"
+#include "evaluator/runner/runner.h"
+
+#define RDB_TEXT_MAX 65536u   /* a TEXT column */
+
+/* Run one statement; on error put the message in err and return -1. */
+static int x(struct db *db, const char *sql, const struct db_arg *a, size_t na, struct db_col *c, size_t nc,
+	     db_row_fn fn, void *ctx, struct db_result *res, struct buf *err)
+{
+	enum db_status st = db_exec(db, sql, a, na, c, nc, fn, ctx, res, 0);
+	if (st != DB_OK) {
+		buf_printf(err, "database: %s", db_error(db));
+		return -1;
+	}
+	return 0;
+}
+
+/* Row callback: note that a row came and stop (its values stay in the columns). */
+static bool one_row(void *ctx, const struct db_col *cols, size_t ncols)
+{
+	(void)cols;
+	(void)ncols;
+	*(bool *)ctx = true;
+	return false;
+}
+
+struct db *rdb_connect(const char *url, struct buf *err)
+{
+	struct dburl u;
+	struct db *db = NULL;
+	if (!dburl_parse(url, &u, err))
+		return NULL;
+	db = db_new(&u);
+	if (db_connect(db) != DB_OK) {
+		buf_printf(err, "database: %s", db_error(db));
+		db_free(db);
+		db = NULL;
+	}
+	dburl_free(&u);
+	return db;
+}
+
+void rjob_free(struct rjob *j)
+{
+	free(j->dataset_version);
+	free(j->dataset_path);
+	free(j->params);
+	free(j->asset);
+	free(j->verify_of);
+	free(j->code);
+	free(j->kind);
+	free(j->engine);
+	memset(j, 0, sizeof *j);
+}
+
+
+/* A heap-backed TEXT/BLOB result column of cap bytes. */
+static struct db_col heap_col(enum db_type t, size_t cap)
+{
+	return (struct db_col){ .type = t, .buf = xmalloc(cap), .cap = cap };
+}
+
+/* strdup of a nullable text column. */
+static char *col_str(const struct db_col *c)
+{
+	return c->is_null ? NULL : xstrndup(c->buf, c->len);
+}
+
+/* Copy a hash column into a 65-byte field. */
+static void hash_col(char dst[65], const struct db_col *c)
+{
+	size_t n = c->is_null ? 0 : c->len;
+	if (n > 64)
+		n = 64;
+	if (n)
+		memcpy(dst, c->buf, n);
+	dst[n] = '\0';
+}
+
+/* Load the execution details of claimed run j->id. 1 ok, 0 vanished, -1 error. */
+static int load_run(struct db *db, struct rjob *j, struct buf *err)
+{
+	enum { C_SEQ, C_SV, C_DV, C_PATH, C_DH, C_CH, C_CFH, C_PARAMS, C_ASSET, C_AUDIT, C_VERIFY, C_CODE, C_KIND,
+	       C_ENGINE, C__N };
+	struct db_col c[C__N] = {
+		[C_SEQ] = { .type = DB_T_INT }, [C_SV] = { .type = DB_T_INT }, [C_AUDIT] = { .type = DB_T_INT },
+	};
+	c[C_DV] = heap_col(DB_T_TEXT, 256);
+	c[C_PATH] = heap_col(DB_T_TEXT, 4096 + 1);
+	c[C_DH] = heap_col(DB_T_TEXT, 256);
+	c[C_CH] = heap_col(DB_T_TEXT, 256);
+	c[C_CFH] = heap_col(DB_T_TEXT, 256);
+	c[C_PARAMS] = heap_col(DB_T_TEXT, RDB_TEXT_MAX + 1);
+	c[C_ASSET] = heap_col(DB_T_TEXT, 256);
+	c[C_VERIFY] = heap_col(DB_T_TEXT, 64);
+	c[C_CODE] = heap_col(DB_T_TEXT, BT_MAX_CODE + 1);
+	c[C_KIND] = heap_col(DB_T_TEXT, 64);
+	c[C_ENGINE] = heap_col(DB_T_TEXT, RDB_TEXT_MAX + 1);
+	struct db_arg a[] = { DB_ARG_TEXT(j->id) };
+	bool found = false;
+	int rc = -1;
+	if (x(db, "SELECT r.seq, r.strategy_version_id, r.dataset_version, d.path, r.dataset_hash, "
+		  "r.code_hash, r.config_hash, r.params, r.asset, r.audit, r.verify_of, v.code, v.kind, r.engine "
+		  "FROM runs r JOIN strategy_versions v ON v.id = r.strategy_version_id "
+		  "JOIN datasets d ON d.id = r.dataset_id WHERE r.id = ?",
+	      a, 1, c, C__N, one_row, &found, NULL, err) != 0)
+		goto out;
+	rc = 0;
+	if (!found)
+		goto out;
+	j->seq = (uint64_t)c[C_SEQ].i;
+	j->strategy_version_id = (uint64_t)c[C_SV].i;
+	j->dataset_version = col_str(&c[C_DV]);
+	j->dataset_path = col_str(&c[C_PATH]);
+	hash_col(j->dataset_hash, &c[C_DH]);
+	hash_col(j->code_hash, &c[C_CH]);
+	hash_col(j->config_hash, &c[C_CFH]);
+	j->params = col_str(&c[C_PARAMS]);
+	j->asset = col_str(&c[C_ASSET]);
+	j->audit = !c[C_AUDIT].is_null && c[C_AUDIT].i != 0;
+	j->verify_of = col_str(&c[C_VERIFY]);
+	j->code = col_str(&c[C_CODE]);
+	j->kind = col_str(&c[C_KIND]);
+	j->engine = col_str(&c[C_ENGINE]);
+	rc = j->dataset_version && j->dataset_path && j->params && j->code ? 1 : -1;
+	if (rc < 0)
+		buf_printf(err, "run %s lacks a required column", j->id);
+out:
+	for (size_t i = 0; i < C__N; i++)
+		if (c[i].type != DB_T_INT)
+			free(c[i].buf);
+	return rc;
+}
+
+/* A text argument, NULL for an empty buffer. */
+static struct db_arg text_or_null(const struct buf *v)
+{
+	return v->len ? DB_ARG_TEXTN(v->data, v->len) : DB_ARG_NULL;
+}
+
+/* A metric argument: its value, or NULL when absent. */
+static struct db_arg metric_arg(const struct metrics *m, enum metric_id id, char txt[32])
+{
+	if (!m->present[id])
+		return DB_ARG_NULL;
+	if (id == MET_LIQUIDATION_EVENTS)
+		return DB_ARG_INT((long long)m->v[id]);
+	/* %.17g text round-trips the double; the server converts it to DOUBLE */
+	snprintf(txt, 32, "%.17g", m->v[id]);
+	return DB_ARG_TEXT(txt);
+}
+
+/* INSERTs of metrics, equity and the leaderboard row of a completed run. */
+static int write_completed(struct db *db, const struct rjob *j, struct rresult *r, const char *now,
+			   struct buf *err)
+{
+	static const enum metric_id cols[] = { MET_TOTAL_RETURN, MET_CAGR, MET_MAX_DRAWDOWN, MET_VOLATILITY,
+					       MET_SHARPE, MET_LIQUIDATION_EVENTS, MET_CAPITAL_EFFICIENCY,
+					       MET_SCORE, MET_RUNTIME_S };
+	enum { NM = sizeof cols / sizeof cols[0] };
+	char txt[NM][32], score[32];
+	const struct metrics *m = &r->m;
+	bool eligible = !j->verify_of && r->audit_ran && r->audit_passed && policy_metrics_finite(m) &&
+			m->present[MET_SCORE];
+	struct db_arg a[4 + NM + 3];
+	size_t n = 0;
+	a[n++] = DB_ARG_TEXT(j->id);
+	a[n++] = DB_ARG_INT((long long)j->seq);
+	a[n++] = DB_ARG_INT((long long)j->strategy_version_id);
+	a[n++] = DB_ARG_TEXT(j->dataset_version);
+	for (size_t i = 0; i < NM; i++)
+		a[n++] = metric_arg(m, cols[i], txt[i]);
+	a[n++] = r->metrics_json.len ? DB_ARG_TEXTN(r->metrics_json.data, r->metrics_json.len) : DB_ARG_TEXT("{}");
+	a[n++] = DB_ARG_INT(eligible ? 1 : 0);
+	a[n++] = DB_ARG_TEXT(now);
+	if (x(db, "INSERT INTO run_metrics (run_id, run_seq, strategy_version_id, dataset_version, "
+		  "total_return, cagr, max_drawdown, volatility, sharpe, liquidation_events, "
+		  "capital_efficiency, score, runtime_s, extra, eligible, completed_at) "
+		  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", a, n, NULL, 0, NULL, NULL, NULL, err) != 0)
+		return -1;
+	struct db_arg e[] = { DB_ARG_TEXT(j->id), DB_ARG_INT((long long)r->n),
+			      DB_ARG_BLOB(r->equity, xmul(r->n, sizeof(double))) };
+	if (x(db, "INSERT INTO run_equity (run_id, n, data) VALUES (?, ?, ?)", e, 3, NULL, 0, NULL, NULL, NULL,
+	      err) != 0)
+		return -1;
+	if (!eligible)
+		return 0;
+	snprintf(score, sizeof score, "%.17g", m->v[MET_SCORE]);
+	struct db_arg l[] = { DB_ARG_TEXT(j->dataset_version), DB_ARG_INT((long long)j->strategy_version_id),
+			      DB_ARG_TEXT(j->id), DB_ARG_INT((long long)j->seq), DB_ARG_TEXT(score), DB_ARG_TEXT(now) };
+	if (x(db, "INSERT INTO leaderboard_best (dataset_version, strategy_version_id, run_id, run_seq, score, "
+		  "completed_at) VALUES (?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE "
+		  "run_id = IF(VALUES(score) > score, VALUES(run_id), run_id), "
+		  "run_seq = IF(VALUES(score) > score, VALUES(run_seq), run_seq), "
+		  "completed_at = IF(VALUES(score) > score, VALUES(completed_at), completed_at), "
+		  "score = GREATEST(score, VALUES(score))", l, 6, NULL, 0, NULL, NULL, NULL, err) != 0)
+		return -1;
+	/* the leaderboard of this dataset version changed (API caches key on it) */
+	struct db_arg g[] = { DB_ARG_TEXT(j->dataset_version) };
+	return x(db, "INSERT INTO leaderboard_gen (dataset_version, gen) VALUES (?, 1) "
+		     "ON DUPLICATE KEY UPDATE gen = gen + 1", g, 1, NULL, 0, NULL, NULL, NULL, err);
+}
+
+int rdb_load_reference(struct db *db, const char *run_id, struct buf *metrics_json, struct buf *equity,
+		       struct buf *err)
+{
+	struct db_col nc[] = { DB_COL_INT };
+	struct db_arg a[] = { DB_ARG_TEXT(run_id) };
+	bool found = false;
+	int rc = -1;
+	/* the curve's size first, so the blob gets a buffer of exactly that */
+	if (x(db, "SELECT n FROM run_equity WHERE run_id = ?", a, 1, nc, 1, one_row, &found, NULL, err) != 0)
+		return -1;
+	if (!found)
+		return 0;
+	if (nc[0].i < 0 || (unsigned long long)nc[0].i > RUNNER_EQUITY_MAX) {
+		buf_printf(err, "run %s has an equity curve of %lld values", run_id, nc[0].i);
+		return -1;
+	}
+	struct db_col c[2] = { heap_col(DB_T_TEXT, RDB_TEXT_MAX + 1),
+			       heap_col(DB_T_BLOB, xmul((size_t)nc[0].i, sizeof(double)) + 1) };
+	found = false;
+	if (x(db, "SELECT m.extra, e.data FROM run_metrics m JOIN run_equity e ON e.run_id = m.run_id "
+		  "WHERE m.run_id = ?", a, 1, c, 2, one_row, &found, NULL, err) != 0)
+		goto out;
+	rc = 0;
+	if (!found)
+		goto out;
+	if (!c[0].is_null)
+		buf_append(metrics_json, c[0].buf, c[0].len);
+	buf_append(equity, c[1].buf, c[1].len);
+	rc = 1;
+out:
+	free(c[0].buf);
+	free(c[1].buf);
+	return rc;
+}
+
+/* A run as a job of the queue: its inputs, its result and its artifacts directory. */
+struct run_job {
+	struct rjob    j;
+	struct rresult r;
+	struct buf     art;
+	bool           have_result;
+};
+
+/* kind->load: the pinned inputs of the claimed run. */
+static int run_load(struct db *db, const struct jobq_lease *l, void *job, struct buf *err)
+{
+	struct run_job *rj = job;
+	snprintf(rj->j.id, sizeof rj->j.id, "%s", l->id);
+	rj->j.attempt = l->attempt;
+	rj->j.max_attempts = l->max_attempts;
+	return load_run(db, &rj->j, err);
+}
+
+/* kind->execute: job_execute on the slot's box, its result mapped onto the common outcome. */
+static void run_execute(const struct jobq_slot *s, const struct jobq_lease *l, void *job, struct job_outcome *o)
+{
+	struct run_job *rj = job;
+	struct job_env env = *(const struct job_env *)s->env;
+	(void)l;
+	env.box_id = s->box_id;
+	rresult_init(&rj->r);
+	rj->have_result = true;
+	job_execute(&env, s->ctl, &rj->j, &rj->r, &rj->art);
+	o->runtime_s = rj->r.runtime_s;
+	switch (rj->r.status) {
+	case RJOB_COMPLETED: o->status = JOB_COMPLETED; break;
+	case RJOB_CANCELLED: o->status = JOB_CANCELLED; break;
+	default:             o->status = JOB_FAILED; break;
+	}
+	if (o->status != JOB_COMPLETED) {
+		snprintf(o->error_code, sizeof o->error_code, "%s", rj->r.error_code);
+		buf_reset(&o->message);
+		buf_append(&o->message, rj->r.error_message.data, rj->r.error_message.len);
+	}
+	/* internal comes only from the trusted side (sandbox, environment): try again elsewhere */
+	o->retry = o->status == JOB_FAILED && strcmp(rj->r.error_code, "internal") == 0;
+}
+
+/* kind->columns: resources, audit and artifacts (completed) or the log tail (failed). */
+static void run_columns(void *job, const struct job_outcome *o, struct jobq_set *set)
+{
+	struct run_job *rj = job;
+	struct rresult *r = &rj->r;
+	if (!rj->have_result)
+		return;
+	jobq_set_col(set, "resources", text_or_null(&r->resources_json));
+	jobq_set_col(set, "audit_result", text_or_null(&r->audit_json));
+	jobq_set_col(set, "audit_passed", r->audit_ran ? DB_ARG_INT(r->audit_passed ? 1 : 0) : DB_ARG_NULL);
+	if (o->status == JOB_COMPLETED) {
+		jobq_set_col(set, "error_log_tail", DB_ARG_NULL);
+		jobq_set_col(set, "artifacts_dir", rj->art.len ? DB_ARG_TEXT(rj->art.data) : DB_ARG_NULL);
+	} else {
+		jobq_set_col(set, "error_log_tail", text_or_null(&r->log_tail));
+	}
+}
+
+/*
+ * The verification record of re-execution rj of run rj->j.verify_of: compare
+ * the result with the stored metrics and equity (bit for bit, runtime_s
+ * aside) and write the JSON object into out.
+ */
+static void build_verification(struct db *c, const struct run_job *rj, const struct job_outcome *o,
+			       struct buf *out)
+{
+	const struct rjob *j = &rj->j;
+	const struct rresult *r = &rj->r;
+	struct buf mj = BUF_INIT, eq = BUF_INIT, diff = BUF_INIT, err = BUF_INIT;
+	struct metrics ref;
+	bool identical = false;
+	buf_puts(out, "{\"verification_run_id\":\"");
+	buf_puts(out, j->id);
+	buf_puts(out, "\",\"verified_at\":\"");
+	log_time(out);
+	buf_puts(out, "\",");
+	if (o->status != JOB_COMPLETED) {
+		buf_printf(out, "\"identical\":false,\"first_difference\":{\"what\":\"status\",\"actual\":\"%s\"}}",
+			   o->error_code[0] ? o->error_code : "failed");
+		goto out;
+	}
+	int got = rdb_load_reference(c, j->verify_of, &mj, &eq, &err);
+	if (got <= 0 || !policy_metrics_from_json(buf_cstr(&mj), &ref) || eq.len % sizeof(double)) {
+		buf_puts(out, "\"identical\":false,\"first_difference\":{\"what\":\"reference\",\"actual\":\"the original "
+			      "run's stored results cannot be read\"}}");
+		goto out;
+	}
+	identical = policy_compare(&ref, (const double *)(const void *)eq.data, eq.len / sizeof(double), &r->m,
+				   r->equity, r->n, &diff);
+	buf_printf(out, "\"identical\":%s,\"first_difference\":%s}", identical ? "true" : "false",
+		   identical ? "null" : buf_cstr(&diff));
+out:
+	buf_free(&mj);
+	buf_free(&eq);
+	buf_free(&diff);
+	buf_free(&err);
+}
+
+/* kind->commit: metrics, equity and leaderboard rows; the verification record on the original run. */
+static int run_commit(struct db *db, const struct jobq_lease *l, void *job, const struct job_outcome *o,
+		      struct buf *err)
+{
+	struct run_job *rj = job;
+	if (!rj->have_result)
+		return 0;
+	if (o->status == JOB_COMPLETED) {
+		char now[32] = "";
+		struct db_col nc[] = { DB_COL_TEXT(now) };
+		struct db_arg a[] = { DB_ARG_TEXT(l->id) };
+		bool found = false;
+		/* the rows carry the completed_at the guarded UPDATE just wrote */
+		if (x(db, "SELECT CAST(completed_at AS CHAR) FROM runs WHERE id = ?", a, 1, nc, 1, one_row, &found,
+		      NULL, err) != 0)
+			return -1;
+		if (!found) {
+			buf_printf(err, "run %s vanished inside its finishing transaction", l->id);
+			return -1;
+		}
+		if (write_completed(db, &rj->j, &rj->r, now, err) != 0)
+			return -1;
+	}
+	if (rj->j.verify_of) {
+		struct buf v = BUF_INIT;
+		build_verification(db, rj, o, &v);
+		struct db_arg a[] = { DB_ARG_TEXTN(v.data, v.len), DB_ARG_TEXT(rj->j.verify_of) };
+		int rc = x(db, "UPDATE runs SET verification = ? WHERE id = ?", a, 2, NULL, 0, NULL, NULL, NULL, err);
+		buf_free(&v);
+		if (rc != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* kind->release. */
+static void run_release(void *job)
+{
+	struct run_job *rj = job;
+	if (rj->have_result)
+		rresult_free(&rj->r);
+	buf_free(&rj->art);
+	rjob_free(&rj->j);
+}
+
+const struct job_kind run_kind = {
+	.name = "run", .table = "runs", .lease_s = RUNNER_LEASE_S, .job_size = sizeof(struct run_job),
+	.load = run_load, .execute = run_execute, .columns = run_columns, .commit = run_commit,
+	.release = run_release,
+};
