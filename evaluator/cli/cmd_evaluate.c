@@ -148,7 +148,10 @@ int cmd_evaluate(int argc, char **argv)
 	struct stream_eval_opts eo = {
 		.challenge = o.challenge, .mode = (enum ch_mode)o.mode, .days_back = o.days_back,
 		.holdout_days = o.holdout_days, .dev_only = o.dev_only, .code = code, .code_len = code_len,
-		.sbx = { .mode = o.trusted ? SBX_TRUSTED : SBX_CONFINED, .box_id = 0 },
+		/* a box of its own per CLI process, as backtest: concurrent
+		 * evaluations (agent scoring) must not share a uid and cgroup */
+		.sbx = { .mode = o.trusted ? SBX_TRUSTED : SBX_CONFINED,
+			 .box_id = 5000u + (uint32_t)getpid() % 5000u },
 	};
 	eo.sbx.limits.cpu_seconds = o.cpu_seconds;
 	eo.sbx.limits.memory_bytes = (uint64_t)(o.memory_mb * 1048576.0);

@@ -1,0 +1,233 @@
+"""One agent iteration, trusted side: prepare the workspace, run the agent's
+turn in the agent sandbox, then score the iteration's file with the trusted
+evaluator.
+
+Theory of operation. The agent's turn is one agenttest-sandbox run
+(sandbox_profile.py) whose output is appended to stdout.log and watched:
+it is killed on `should_stop()` (polled every 0.2 s, so a stop takes
+effect well within 5 s), after MANTIS_ITER_WALL_TIMEOUT, or after
+MANTIS_CLAUDE_TIMEOUT without a line. Afterwards the trusted side copies
+iteration_N.py out of the workspace (no symlinks, regular file, 1 MiB at
+most) into the agent's scoring directory, which the agent cannot reach,
+and runs `agenttest evaluate` on it twice, each in its own evaluation
+sandbox: once with --dev-only (the holdout is never sent; these are the
+`metrics` the agent is shown in HISTORY.md) and once on the whole span
+with the last 20 days as holdout (`holdout_metrics`: sealed, for the
+owner only; neither its numbers nor its error text, logs or timing are
+written anywhere the agent can read). Nothing the agent wrote besides
+iteration_N.py and iteration_N_analysis.json is read.
+"""
+import hashlib
+import json
+import os
+import select
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+from . import config, devdata, sandbox_profile, workspace
+
+CODE_MAX = 1 << 20
+ANALYSIS_MAX = 1 << 20
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def paths(root):
+    """The agent directory layout: workspace (the agent's), dev (its data),
+    scoring (trusted only), stdout.log."""
+    return {k: os.path.join(root, v) for k, v in (
+        ("workspace", "workspace"), ("dev", "dev"), ("scoring", "scoring"), ("stdout", "stdout.log"))}
+
+
+def _bin(name):
+    return os.environ.get("AGENTTEST_BINDIR", os.path.join(REPO, "bin")) + "/" + name
+
+
+def read_agent_file(ws, name, limit):
+    """Bytes of a regular workspace file, refusing symlinks and oversize
+    files; None when absent or refused."""
+    try:
+        fd = os.open(os.path.join(ws, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        data = os.read(fd, limit + 1)
+        return data if len(data) <= limit else None
+    finally:
+        os.close(fd)
+
+
+def _own(ws, uid):
+    """Hand the workspace to the box user (no symlink is followed)."""
+    os.lchown(ws, uid, uid)
+    for d, dirs, files in os.walk(ws):
+        for x in dirs + files:
+            os.lchown(os.path.join(d, x), uid, uid)
+
+
+def run_turn(program, ws, dev, log_path, should_stop, box):
+    """Run one agent turn in the sandbox; returns (status, seconds) with
+    status ok, error, stopped, timeout or idle_timeout."""
+    wall = config.get("MANTIS_ITER_WALL_TIMEOUT")
+    idle = config.get("MANTIS_CLAUDE_TIMEOUT")
+    meta = os.path.join(os.path.dirname(log_path), "scoring", "turn.meta")
+    lib = os.environ.get("AGENTTEST_EVAL_LIB") or os.path.join(REPO, "build/release/libagenttest_eval.so")
+    host = os.path.join(REPO, "sandbox/host")
+    argv = sandbox_profile.argv(_bin("agenttest-sandbox"), box, ws, host, lib, dev, program, meta)
+    t0 = time.monotonic()
+    last = t0
+    status = None
+    with open(log_path, "ab") as log:
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            while True:
+                r, _, _ = select.select([p.stdout], [], [], 0.2)
+                if r:
+                    chunk = os.read(p.stdout.fileno(), 65536)
+                    if not chunk:
+                        break
+                    log.write(chunk)
+                    log.flush()
+                    last = time.monotonic()
+                now = time.monotonic()
+                if should_stop():
+                    status = "stopped"
+                elif now - t0 > wall:
+                    status = "timeout"
+                elif now - last > idle:
+                    status = "idle_timeout"
+                if status:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    break
+        finally:
+            p.wait()
+            p.stdout.close()
+    if status is None:
+        status = "ok" if p.returncode == 0 else "error"
+    return status, time.monotonic() - t0
+
+
+def _evaluate(code_path, challenge, dataset, days_back, dev_only):
+    argv = [_bin("agenttest"), "evaluate", "--challenge", challenge, "--strategy", code_path,
+            "--dataset", dataset, "--days-back", str(days_back), "--holdout-days", str(devdata.HOLDOUT_DAYS)]
+    if dev_only:
+        argv.append("--dev-only")
+    p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=7200)
+    try:
+        if p.returncode == 0:
+            return json.loads(p.stdout), None
+        err = json.loads(p.stderr.decode("utf-8", "replace").strip().splitlines()[-1])
+        return None, err
+    except (ValueError, IndexError):
+        return None, {"code": "internal", "error": "the evaluator gave no result"}
+
+
+def _headline(m):
+    """A result without the timing block (what is recorded)."""
+    return {k: v for k, v in m.items() if k != "timing"} if m else m
+
+
+def run_iteration(agent, n, entries, inbox, should_stop=lambda: False):
+    """Run iteration n of `agent` (dict: id, root, challenge, goal, driver,
+    seed, min_iterations, max_iterations, days_back, dataset); entries: the
+    recorded iterations so far; inbox: the messages delivered to this turn.
+    Returns (status, entry) with status ok, stopped or crashed."""
+    from agenttest.evaluator import challenges
+    info = dict(challenges(fields=("funding_1h",))[agent["challenge"]], name=agent["challenge"])
+    P = paths(agent["root"])
+    for k in ("workspace", "scoring"):
+        os.makedirs(P[k], exist_ok=True)
+    os.chmod(P["scoring"], 0o700)
+    if not os.path.exists(os.path.join(P["dev"], "manifest.json")):
+        devdata.write_dev_copy(agent["dataset"], P["dev"], agent["days_back"], assets=info["assets"])
+    ws = P["workspace"]
+    workspace.prepare(ws, info, n, agent["goal"], agent["min_iterations"], agent["max_iterations"],
+                      entries, inbox)
+    box = sandbox_profile.Box()
+    try:
+        _own(ws, box.uid())
+        with open(P["stdout"], "ab") as log:
+            log.write(b"[iter %d] started\n" % n)
+        if agent.get("driver", "builtin") != "builtin":
+            raise ValueError("driver %r is not available" % agent.get("driver"))
+        program = ["/usr/bin/python3", "-m", "agenttest_agent", "--workspace", os.path.realpath(ws),
+                   "--iteration", str(n), "--challenge", agent["challenge"], "--seed", str(agent.get("seed", 1)),
+                   "--min-iterations", str(agent["min_iterations"]), "--agent-id", agent["id"]]
+        status, agent_s = run_turn(program, ws, P["dev"], P["stdout"], should_stop, box)
+    finally:
+        box.close()
+    if status == "stopped":
+        return "stopped", None
+    t1 = time.monotonic()
+    code = read_agent_file(ws, "iteration_%d.py" % n, CODE_MAX)
+    raw = read_agent_file(ws, "iteration_%d_analysis.json" % n, ANALYSIS_MAX)
+    try:
+        analysis = json.loads(raw) if raw else None
+        analysis = analysis if isinstance(analysis, dict) else None
+    except ValueError:
+        analysis = None
+    entry = {"iteration": n, "timestamp": time.time(), "analysis": analysis, "metrics": None,
+             "holdout_metrics": None, "has_error": False, "error": None, "holdout_error": None,
+             "agent_s": round(agent_s, 3), "tokens": {"input": 0, "output": 0, "cost": 0.0},
+             "code_hash": None, "timed_out": status in ("timeout", "idle_timeout"),
+             "done_signal": bool(analysis and analysis.get("done") is True and n >= agent["min_iterations"])}
+    if status == "timeout":
+        entry.update(has_error=True, error="iteration killed: exceeded %ds wall-clock limit"
+                     % config.get("MANTIS_ITER_WALL_TIMEOUT"))
+    elif status == "idle_timeout":
+        entry.update(has_error=True, error="iteration killed: no output for %ds (idle timeout)"
+                     % config.get("MANTIS_CLAUDE_TIMEOUT"))
+    elif code is None:
+        entry.update(has_error=True, error="iteration_%d.py was not written (agent exit: %s)" % (n, status))
+    if code is not None and not entry["timed_out"]:
+        entry["code_hash"] = hashlib.sha256(code).hexdigest()
+        cp = os.path.join(P["scoring"], "iteration_%d.py" % n)
+        with open(cp, "wb") as f:
+            f.write(code)
+        dev_m, dev_err = _evaluate(cp, agent["challenge"], agent["dataset"], agent["days_back"], True)
+        if dev_err:
+            entry.update(has_error=True, error="%s: %s" % (dev_err.get("code"), _clip(dev_err.get("error"), 2000)))
+        else:
+            entry["metrics"] = _headline(dev_m)
+            ho_m, ho_err = _evaluate(cp, agent["challenge"], agent["dataset"], agent["days_back"], False)
+            if ho_err:
+                entry["holdout_error"] = "%s: %s" % (ho_err.get("code"), _clip(ho_err.get("error"), 2000))
+            else:
+                ho = _headline(ho_m)
+                ho["windows"] = [w for w in ho.get("windows", []) if w.get("in_holdout")]
+                entry["holdout_metrics"] = ho
+    entry["score_s"] = round(time.monotonic() - t1, 3)
+    entry["elapsed_s"] = round(entry["agent_s"] + entry["score_s"], 3)
+    return "ok", entry
+
+
+def _clip(s, n):
+    s = "" if s is None else str(s)
+    return s[:n]
+
+
+def best_iteration(info, entries):
+    """The original's rule on the sealed score: the highest (or lowest) primary
+    holdout metric among error-free iterations; ties keep the earliest."""
+    primary = info["metric_info"]["primary"]
+    higher = info["metric_info"]["direction"] == "higher"
+    best = None
+    for e in entries:
+        if e.get("has_error") or not e.get("holdout_metrics"):
+            continue
+        v = e["holdout_metrics"].get(primary)
+        if v is None:
+            continue
+        if best is None or (v > best[1] if higher else v < best[1]):
+            best = (e["iteration"], v)
+    return best
+
+
+if __name__ == "__main__":
+    sys.exit("use agentloop.loop")

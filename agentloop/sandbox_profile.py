@@ -1,0 +1,91 @@
+"""The agent sandbox profile, built on agenttest-sandbox (docs/sandbox.md).
+
+What an agent's process gets:
+  * the workspace read-write (--workdir; the only writable place, the box
+    user owns it), at the same path as on the host;
+  * the SDK and strategy host read-only at /agenttest/host, the evaluator
+    library read-only at /agenttest/lib/libagenttest_eval.so;
+  * the dev-only dataset copy read-only at /agenttest/data (devdata.py: the
+    holdout bars are not in the sandbox at all);
+  * no network (the helper's empty network namespace, no sockets), no other
+    agent's files, no host paths besides those, an environment of exactly
+    the variables below (no DATABASE_URL, no token, no key);
+  * limits: memory from MANTIS_CONTAINER_MEM_PCT (clamped as the original),
+    CPU time and wall clock MANTIS_ITER_WALL_TIMEOUT, 512 processes and
+    threads, 256 open files; every process is killed with the box's cgroup
+    when the run ends, is cancelled or its supervisor dies.
+
+Boxes: each concurrent agent needs its own uid and cgroup; `Box` takes the
+first free number in BOX_FIRST.. under an flock, so agents on one machine
+never share one (and never meet the runner's slots, 1..64, or the CLI's,
+5000..9999).
+"""
+import fcntl
+import os
+import tempfile
+
+from . import config
+
+BOX_FIRST, BOX_COUNT = 2000, 1000
+HOST_DIR = "/agenttest/host"
+DATA_DIR = "/agenttest/data"
+LIB_PATH = "/agenttest/lib/libagenttest_eval.so"
+
+
+class Box:
+    """A box number held for as long as the object lives (flock)."""
+
+    def __init__(self):
+        d = os.path.join(tempfile.gettempdir(), "agenttest-agent-boxes")
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        for i in range(BOX_COUNT):
+            fd = os.open(os.path.join(d, "%d.lock" % i), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            self.fd, self.number = fd, BOX_FIRST + i
+            return
+        raise RuntimeError("no free agent box")
+
+    def uid(self):
+        return 60000 + self.number
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def argv(helper, box, workspace, host_dir, lib, dev_dir, program, meta):
+    """The agenttest-sandbox command line of an agent turn."""
+    wall = config.get("MANTIS_ITER_WALL_TIMEOUT")
+    env = {
+        "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": workspace,
+        "PYTHONPATH": HOST_DIR, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
+        "DATASET_DIR": DATA_DIR, "AGENTTEST_EVAL_LIB": LIB_PATH,
+        "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+    }
+    a = [helper, "--box=%d" % box.number, "--cpu=%d" % wall, "--wall=%d" % wall,
+         "--mem=%d" % config.agent_memory_bytes(), "--procs=512", "--files=256",
+         "--output=64M", "--netns=shared", "--meta=%s" % meta,
+         "--bind=%s:%s" % (os.path.realpath(host_dir), HOST_DIR),
+         "--bind=%s:%s" % (os.path.realpath(lib), LIB_PATH),
+         "--bind=%s:%s" % (os.path.realpath(dev_dir), DATA_DIR),
+         "--workdir=%s" % os.path.realpath(workspace)]
+    a += ["--env=%s=%s" % kv for kv in sorted(env.items())]
+    return a + ["--"] + list(program)
+
+
+def read_meta(path):
+    """The verdict record as a dict (empty when missing)."""
+    out = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                k, _, v = line.rstrip("\n").partition(":")
+                out[k] = v
+    except OSError:
+        pass
+    return out

@@ -1,0 +1,1 @@
+"""The built-in offline research agent (driver `builtin`, docs/agents.md)."""

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Built-in research agent: AGENT_ITERS (10) iterations on ETH-1H-BINARY
+# (60 days), time per iteration split into the agent's turn (sandboxed) and
+# the trusted scoring (dev-only + sealed holdout evaluations), then
+# AGENT_PARALLEL (5) agents at once doing one iteration each. Needs root
+# and make build. CPU time figures are printed too (the machine is shared).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PYTHON=${PYTHON:-/usr/bin/python3}
+export AGENTTEST_EVAL_LIB=${AGENTTEST_EVAL_LIB:-$PWD/build/release/libagenttest_eval.so}
+tmp=$(mktemp -d /tmp/agenttest-bench-agents.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+"$PYTHON" - "$tmp" "${AGENT_ITERS:-10}" "${AGENT_PARALLEL:-5}" <<'PY'
+import os, resource, sys, time
+from concurrent.futures import ThreadPoolExecutor
+sys.path[:0] = [".", "sandbox/host"]
+from agentloop.iteration import run_iteration
+from agenttest.data import default_dataset_dir
+tmp, iters, par = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+market = default_dataset_dir()
+def agent(i):
+    return dict(id="b%d" % i, root=os.path.join(tmp, "a%d" % i), challenge="ETH-1H-BINARY", goal="bench",
+                driver="builtin", seed=1, min_iterations=iters, max_iterations=iters, days_back=60, dataset=market)
+ag, entries = agent(0), []
+for n in range(1, iters + 1):
+    st, e = run_iteration(ag, n, entries, "")
+    entries.append(e)
+    print("iteration %2d: agent %.2f s, scoring %.2f s, dev AUC %.4f, holdout AUC %.4f"
+          % (n, e["agent_s"], e["score_s"], e["metrics"]["mean_auc"], e["holdout_metrics"]["mean_auc"]), flush=True)
+a = [e["agent_s"] for e in entries]
+s = [e["score_s"] for e in entries]
+print("mean per iteration: agent %.2f s, scoring %.2f s (%d iterations)" % (sum(a) / len(a), sum(s) / len(s), len(a)))
+if par > 0:
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(par) as ex:
+        res = list(ex.map(lambda i: run_iteration(agent(i), 1, [], "")[1], range(1, par + 1)))
+    wall = time.monotonic() - t0
+    print("%d agents at once, one iteration each: wall %.1f s; per agent agent %.2f s, scoring %.2f s"
+          % (par, wall, sum(r["agent_s"] for r in res) / par, sum(r["score_s"] for r in res) / par))
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print("children CPU: user %.1f s, sys %.1f s" % (ru.ru_utime, ru.ru_stime))
+PY
