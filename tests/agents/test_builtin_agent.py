@@ -1,5 +1,5 @@
 """The built-in research agent (sandbox/host/agenttest_agent) and the
-trusted iteration side (agentloop/): the planted ETH 1h momentum effect is
+trusted iteration side (evaluator/runner/agentloop/): the planted ETH 1h momentum effect is
 found on the sealed holdout, the agent is steerable, the holdout bars are
 absent from its data, files the agent writes besides its strategy change
 nothing recorded. Needs root (the sandbox) and make build."""
@@ -10,7 +10,7 @@ import sys
 import pytest
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path[:0] = [REPO, os.path.join(REPO, "sandbox", "host")]
+sys.path[:0] = [os.path.join(REPO, "evaluator", "runner"), os.path.join(REPO, "sandbox", "host")]
 
 from agentloop import devdata, iteration  # noqa: E402
 from agenttest.data import DataProvider, default_dataset_dir  # noqa: E402

@@ -13,7 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 "$PYTHON" - "$tmp" "${AGENT_ITERS:-10}" "${AGENT_PARALLEL:-5}" <<'PY'
 import os, resource, sys, time
 from concurrent.futures import ThreadPoolExecutor
-sys.path[:0] = [".", "sandbox/host"]
+sys.path[:0] = ["evaluator/runner", "sandbox/host"]
 from agentloop.iteration import run_iteration
 from agenttest.data import default_dataset_dir
 tmp, iters, par = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])

@@ -31,7 +31,7 @@ from . import config, devdata, sandbox_profile, workspace
 
 CODE_MAX = 1 << 20
 ANALYSIS_MAX = 1 << 20
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 
 def paths(root):
