@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-from .data import DataProvider, default_dataset_dir
+from .data import DataProvider
 from .loop import generate_embeddings
 
 __all__ = ["evaluate", "challenges", "score_embeddings", "EvaluationError"]
@@ -154,7 +154,9 @@ def evaluate(challenge, featurizer, predictor, provider=None, days_back=90, inte
     """Walk-forward evaluation of featurizer/predictor on `challenge`.
 
     provider None loads the challenge's assets for the last days_back days
-    of $DATASET_DIR (else the embedded synthetic market). holdout_start is a
+    of the dataset agenttest.datasource.select_dataset picks ($DATASET_DIR,
+    the newest fetched version, else the synthetic market; a notice on
+    stderr says which). holdout_start is a
     bar index (0: every window is holdout, as in the original). Returns the
     result dictionary, or {"error": msg} when the evaluation is refused; in
     mode "mantis" unusable predictions raise EvaluationError as the
@@ -165,7 +167,10 @@ def evaluate(challenge, featurizer, predictor, provider=None, days_back=90, inte
     if interval != "1m":
         raise ValueError("only 1-minute bars are supported")
     if provider is None:
-        provider = DataProvider.from_dataset(default_dataset_dir(), cat[challenge]["assets"], days_back)
+        from .datasource import announce, select_dataset
+        path, notice = select_dataset(cat[challenge]["assets"])
+        announce(notice)
+        provider = DataProvider.from_dataset(path, cat[challenge]["assets"], days_back)
     emb, w = generate_embeddings(featurizer, predictor, provider, warmup)
     rc, res = score_embeddings(challenge, provider, emb, w, holdout_start, mode)
     if rc == 3 and mode == "mantis":
