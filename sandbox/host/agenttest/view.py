@@ -56,7 +56,56 @@ class _Region:
         self.row_bytes = self.count * self.dtype.itemsize
 
 
-def _cow(fd, reg, n):
+class _NumpyCow:
+    """Owned-array variant of _cow (sdk_cowmem.c in libagenttest_eval.so):
+    the same private mapping, handed to numpy as an owned array through a
+    NEP 49 data allocator installed around one np.empty(), so flags.owndata
+    is set and .base is None, as the original's copies. Available where
+    the C library loads and numpy >= 1.22 (never inside the sandbox)."""
+
+    def __init__(self):
+        import ctypes as C
+        from .evaluator import _library
+        major, minor = (int(x) for x in np.__version__.split(".")[:2])
+        if (major, minor) < (1, 22) or major > 1:
+            raise RuntimeError("numpy %s: data allocator API not used" % np.__version__)
+        lib = _library()
+        lib.sdk_cow_arm.argtypes = [C.c_int, C.c_int64, C.c_size_t]
+        lib.sdk_cow_arm.restype = C.c_int
+        lib.sdk_cow_disarm.argtypes = []
+        lib.sdk_cow_disarm.restype = None
+        lib.sdk_cow_handler.argtypes = []
+        lib.sdk_cow_handler.restype = C.c_void_p
+        api = C.pythonapi
+        api.PyCapsule_New.restype = C.py_object
+        api.PyCapsule_New.argtypes = [C.c_void_p, C.c_char_p, C.c_void_p]
+        api.PyCapsule_GetPointer.restype = C.c_void_p
+        api.PyCapsule_GetPointer.argtypes = [C.py_object, C.c_char_p]
+        from numpy.core import multiarray
+        table = api.PyCapsule_GetPointer(multiarray._ARRAY_API, None)
+        slot = C.c_void_p.from_address(table + 304 * C.sizeof(C.c_void_p)).value  # PyDataMem_SetHandler
+        self._set = C.PYFUNCTYPE(C.py_object, C.py_object)(slot)
+        self._name = b"mem_handler"
+        self._cap = api.PyCapsule_New(lib.sdk_cow_handler(), self._name, None)
+        self._arm = lib.sdk_cow_arm
+        self._disarm = lib.sdk_cow_disarm
+        self._empty = np.empty
+
+    def __call__(self, fd, reg, n):
+        nbytes = n * reg.row_bytes
+        rc = self._arm(fd, reg.off, nbytes)
+        if rc != 0:
+            raise OSError(-rc, os.strerror(-rc))
+        old = self._set(self._cap)
+        try:
+            a = self._empty((n,) + reg.row, dtype=reg.dtype)
+        finally:
+            self._set(old)
+            self._disarm()
+        return a
+
+
+def _mmap_cow(fd, reg, n):
     """A writable private mapping of rows 0..n-1 of region `reg` (n >= 1):
     O(1), copy-on-write, `.base` ends with those rows. The SDK's regions are
     page-aligned (the mapping is exactly the rows); a region of the runner's
@@ -67,6 +116,33 @@ def _cow(fd, reg, n):
     mm = mmap.mmap(fd, delta + n * reg.row_bytes, access=mmap.ACCESS_COPY, offset=start)
     a = np.frombuffer(mm, dtype=reg.dtype, count=n * reg.count, offset=delta)
     return a.reshape((n,) + reg.row) if reg.row else a
+
+
+def _pick_cow():
+    try:
+        return _NumpyCow()
+    except (RuntimeError, OSError, AttributeError, ImportError, ValueError):
+        return _mmap_cow
+
+
+def _cow_first(fd, reg, n):
+    """First call: choose the owned-array variant when it loads, else mmap."""
+    global _cow
+    _cow = _pick_cow()
+    return _cow(fd, reg, n)
+
+
+_cow = _cow_first
+
+
+def use_owned_arrays(enable=True):
+    """Choose how views hand out their private mappings: as numpy-owned
+    arrays (the default where the C library loads) or as arrays over an
+    mmap object. Returns the previous choice (True for owned)."""
+    global _cow
+    prev = _cow is not _mmap_cow
+    _cow = _pick_cow() if enable else _mmap_cow
+    return prev
 
 
 class _MemFile:
