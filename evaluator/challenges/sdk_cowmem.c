@@ -7,21 +7,23 @@
  * walk-forward loop asks for it at every bar). The SDK keeps the market in
  * a memfd; sdk_cow_arm() maps the byte range of rows 0..t MAP_PRIVATE
  * (copy-on-write: pages are shared with the memfd until written, then
- * copied for this mapping alone) and zeroes what the mapping's pages hold
- * before and after the range (one page copy at most at each end), so not
- * even a raw pointer reaches a value outside rows 0..t. The mapping is then
- * "armed" for the calling thread. The SDK installs sdk_cow_handler() as
+ * copied for this mapping alone) and "arms" it for the calling thread.
+ * The array numpy builds over it covers exactly rows 0..t; the rest of the
+ * last page is not reachable through numpy (only by raw pointer arithmetic,
+ * which reaches the whole process anyway: causality against a hostile
+ * strategy is the sandbox's job, where later bars do not exist yet). The
+ * pages are deliberately not zeroed: on this kind of machine one
+ * copy-on-write fault costs ~60 us, more than the rest of the call. The SDK installs sdk_cow_handler() as
  * numpy's data allocator (PyDataMem_SetHandler, NEP 49) around one
  * np.empty() of exactly that many bytes: the handler's malloc hands out the
  * armed mapping, so numpy owns it (flags.owndata, base None) and frees it
  * through the handler's free, which unmaps it. Any other request returns
  * NULL (numpy raises MemoryError and the SDK falls back); the handler is
- * only installed around that one call. Costs per call: one mmap, at most
- * two page copies, one munmap at free; nothing proportional to t.
+ * only installed around that one call. Costs per call: one mmap and one
+ * munmap at free; a page is copied only when the strategy writes it.
  */
 #include <errno.h>
 #include <stdint.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -76,8 +78,7 @@ CH_API void sdk_cow_disarm(void)
 }
 
 /*
- * Map bytes [off, off + nbytes) of fd private and writable, zero the rest
- * of its pages, and arm it for this thread's next sdk_cow_handler malloc of
+ * Map bytes [off, off + nbytes) of fd private and writable and arm it for this thread's next sdk_cow_handler malloc of
  * exactly nbytes. Returns 0, or -errno (EINVAL for nbytes 0 or off < 0).
  */
 CH_API int sdk_cow_arm(int fd, int64_t off, size_t nbytes)
@@ -91,10 +92,6 @@ CH_API int sdk_cow_arm(int fd, int64_t off, size_t nbytes)
 	    (off_t)(off - (int64_t)delta));
 	if (m == MAP_FAILED)
 		return -errno;
-	if (delta)
-		memset(m, 0, delta);
-	if (delta + nbytes < len)
-		memset(m + delta + nbytes, 0, len - delta - nbytes);
 	armed = m + delta;
 	armed_len = nbytes;
 	return 0;
