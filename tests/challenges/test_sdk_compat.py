@@ -328,3 +328,23 @@ def test_module_level_evaluate_in_a_submitted_file_points_at_main_guard(tmp_path
                        env=dict(os.environ, PYTHONPATH=HOST), timeout=120)
     assert 'if __name__ == "__main__":' in p.stdout, p.stdout + p.stderr
     assert "libagenttest_eval.so" not in p.stdout
+
+
+def test_installed_sdk_runs_the_readme_example_with_debian_python(tmp_path, dataset):
+    from test_sdk import README
+    dest = tmp_path / "dest"
+    subprocess.run(["bash", os.path.join(ROOT, "scripts", "install-data.sh"), str(dest), "/usr/local"],
+                   check=True, capture_output=True, timeout=300,
+                   env=dict(os.environ, AGENTTEST_EVAL_LIB=os.path.join(ROOT, "build", "release",
+                                                                         "libagenttest_eval.so")))
+    site = dest / ("usr/local/lib/python%d.%d/dist-packages" % sys.version_info[:2])
+    assert (dest / "usr/local/lib/agenttest/libagenttest_eval.so").exists()
+    script = tmp_path / "elsewhere" / "readme.py"
+    script.parent.mkdir()
+    script.write_text(README)
+    env = {k: v for k, v in os.environ.items() if k not in ("AGENTTEST_EVAL_LIB", "PYTHONPATH")}
+    env.update(PYTHONPATH=str(site), DATASET_DIR=dataset)   # stands in for the real site dir
+    p = subprocess.run(["/usr/bin/python3", str(script)], capture_output=True, text=True,
+                       timeout=600, env=env, cwd=str(script.parent))
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.startswith("AUC: ") and "using the dataset in $DATASET_DIR" in p.stderr
