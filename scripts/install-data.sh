@@ -6,6 +6,8 @@
 #   PREFIX/share/agenttest/{sql,static,nginx}   migrations, dashboard, nginx templates
 #   PREFIX/share/agenttest/{host,zygote}        the sandboxed strategy host
 #   PREFIX/share/doc/agenttest/                 README and docs/
+#   PREFIX/lib/python3*/dist-packages/          the Python SDK (agenttest, model_iteration_tool, ...)
+#   PREFIX/lib/agenttest/libagenttest_eval.so   its C library
 #   PREFIX/lib/systemd/system/                  agenttest-fcgi.service (+ runner when built)
 #   PREFIX/lib/sysusers.d/, PREFIX/lib/tmpfiles.d/   the agenttest user and directories
 #   /etc/agenttest/agenttest.conf               example configuration (never overwritten)
@@ -76,6 +78,25 @@ chmod 0755 "$DESTDIR$DATADIR/nginx/render.py"
 # Documentation.
 install -D -m 0644 "$REPO/README.md" "$DESTDIR$DOCDIR/README.md"
 copy_tree "$REPO/docs" "$DESTDIR$DOCDIR"
+
+# The Python SDK (agenttest, model_iteration_tool, mantis_model_iteration_tool)
+# where Debian's /usr/bin/python3 finds it, and its C library beside it:
+# PREFIX/lib/python3/dist-packages for /usr, PREFIX/lib/python3.X/dist-packages
+# otherwise (on Debian's path for /usr/local); PREFIX/lib/agenttest/libagenttest_eval.so
+# (the SDK looks there, relative to where it is installed).
+if [ "$PREFIX" = /usr ]; then
+  PYDIR=$PREFIX/lib/python3/dist-packages
+else
+  PYDIR=$PREFIX/lib/$("$PYTHON" -c 'import sys; print("python%d.%d" % sys.version_info[:2])')/dist-packages
+fi
+for pkg in agenttest model_iteration_tool mantis_model_iteration_tool; do
+  copy_tree "$REPO/sandbox/host/$pkg" "$DESTDIR$PYDIR/$pkg"
+done
+SOLIB=${AGENTTEST_EVAL_LIB:-$REPO/build/release/libagenttest_eval.so}
+[ -f "$SOLIB" ] || { echo "install-data: $SOLIB missing (make build)" >&2; exit 1; }
+install -D -m 0644 "$SOLIB" "$DESTDIR$LIBDIR/agenttest/libagenttest_eval.so"
+case $PREFIX in /usr|/usr/local) ;; *)
+  echo "install-data: note: put $PYDIR on PYTHONPATH to use the SDK" >&2 ;; esac
 
 # systemd: units, the system user, its directories.
 install -d "$DESTDIR$LIBDIR/systemd/system" "$DESTDIR$LIBDIR/sysusers.d" "$DESTDIR$LIBDIR/tmpfiles.d"

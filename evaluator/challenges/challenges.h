@@ -201,6 +201,16 @@ CH_API char *ch_score_json(const char *name, int mode, const struct ch_market *m
 /* free() for memory this library hands out (JSON strings, event arrays). */
 CH_API void ch_free(void *p);
 
+/* ---- SDK copy-on-write view memory (sdk_cowmem.c) ------------------------ */
+
+/* Map bytes [off, off+nbytes) of fd MAP_PRIVATE, arm it for this thread's
+ * next handler malloc of nbytes; 0 or -errno. */
+CH_API int sdk_cow_arm(int fd, int64_t off, size_t nbytes);
+/* Unmap an armed mapping that was not taken. */
+CH_API void sdk_cow_disarm(void);
+/* numpy PyDataMem_Handler (version 1) serving armed mappings. */
+CH_API void *sdk_cow_handler(void);
+
 /* ---- labels (array level; strict = NaN-robust, mantis = numpy's arithmetic) */
 
 /* Sample std (ddof 1) of every length-w window of x by double prefix sums;

@@ -276,7 +276,7 @@ def test_nan_prediction(ds2, tmp_path, mode, needle):
     ("return np.zeros(5000)", "bad_output", "more than the maximum 4096"),
     ("return 'abc'", "bad_output", "not an array of numbers"),
     ("return 1 / (t - 700)", "strategy_error", "ZeroDivisionError"),
-    ("f['view'].prices('ETH')[0] = 1.0", "strategy_error", "read-only"),
+    ("f['view'].t = 5", "strategy_error", "read-only"),
     ("return f['view'].prices('DOGE')", "strategy_error", "KeyError"),
 ])
 def test_shape_and_error_handling(ds2, tmp_path, body, code, needle):
@@ -285,6 +285,20 @@ def test_shape_and_error_handling(ds2, tmp_path, body, code, needle):
     assert needle in err["error"] or needle in json.dumps(err.get("exception", {})), err
     if code == "strategy_error":
         assert any("strategy.py" in ln for ln in err["exception"]["traceback"])
+
+
+def test_streamed_view_arrays_are_writable_and_private(ds2, tmp_path):
+    """Writes into every array a streamed view returns stay in that array:
+    the same call again, the next bar and the other arrays see the data."""
+    code = bad("""v = f["view"]
+p = v.prices("ETH"); keep = p[-1]; p /= p[0]; p[-1] = -5.0
+o = v.ohlcv("ETH"); o[:] = 0.0
+m = v.prices_matrix(); m[:] = -1.0
+q = v.prices("ETH")
+assert q[-1] == keep and v.ohlcv("ETH")[-1, 3] == keep and v.prices_matrix()[-1, 0] == keep
+return np.array([0.5 + 0.4 * np.tanh(q[-1] / q[0] - 1.0), 0.5])""")
+    rc, res = evaluate(ds2, "ETH-1H-BINARY", code, tmp_path)
+    assert rc == 0 and "error" not in res, res
 
 
 def test_narrow_embedding_strict_vs_mantis_breakout(ds12, tmp_path):

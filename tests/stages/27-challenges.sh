@@ -5,7 +5,9 @@
 # sides use the same arithmetic, within documented bounds where numpy or BLAS
 # dispatch per CPU), whole evaluations of every challenge against the
 # reference, the original suite's label/metric/window ideas, the strict-mode
-# fixes, and our own results pinned by golden hashes (test_golden.py).
+# fixes, our own results pinned by golden hashes (test_golden.py), and the
+# original's SDK names, inference parity and the copy-on-write views
+# (test_sdk_compat.py).
 #
 # Runs twice: (1) as this machine dispatches; (2) with numpy's AVX-512 code
 # paths off, OPENBLAS_CORETYPE unset and glibc's libm forced onto its
@@ -20,7 +22,7 @@ export AGENTTEST_EVAL_LIB=${AGENTTEST_EVAL_LIB:-$PWD/build/release/libagenttest_
 [ -f "$AGENTTEST_EVAL_LIB" ] || { echo "27-challenges: $AGENTTEST_EVAL_LIB missing (make build)"; exit 1; }
 files=(tests/challenges/test_labels_metrics.py tests/challenges/test_evaluate.py
        tests/challenges/test_original_ports.py tests/challenges/test_strict.py
-       tests/challenges/test_golden.py)
+       tests/challenges/test_golden.py tests/challenges/test_sdk_compat.py)
 rc=0
 "$PYTHON" -m pytest -q -p no:cacheprovider "${files[@]}" \
   --junitxml="$AGENTTEST_JUNIT_DIR/challenges.xml" -o junit_suite_name=challenges "$@" || rc=1

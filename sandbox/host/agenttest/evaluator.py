@@ -3,16 +3,18 @@ metrics in C (libagenttest_eval.so through ctypes), so a local result is the
 number the server computes for the same data, code and mode.
 
 Library lookup: $AGENTTEST_EVAL_LIB, the development tree's
-build/release/libagenttest_eval.so, /usr/lib/agenttest, /usr/local/lib/agenttest.
+build/release/libagenttest_eval.so, PREFIX/lib/agenttest of an installed SDK
+(`make install`), /usr/lib/agenttest, /usr/local/lib/agenttest.
 """
 import ctypes as C
 import json
 import math
 import os
+import sys
 
 import numpy as np
 
-from .data import DataProvider, default_dataset_dir
+from .data import DataProvider
 from .loop import generate_embeddings
 
 __all__ = ["evaluate", "challenges", "score_embeddings", "EvaluationError"]
@@ -43,11 +45,14 @@ def _library():
     here = os.path.dirname(os.path.abspath(__file__))
     cands = [os.environ.get("AGENTTEST_EVAL_LIB"),
              os.path.join(here, "..", "..", "..", "build", "release", "libagenttest_eval.so"),
+             # installed: PREFIX/lib/python3*/dist-packages/agenttest -> PREFIX/lib/agenttest
+             os.path.join(here, "..", "..", "..", "agenttest", "libagenttest_eval.so"),
+             os.path.join(here, "..", "..", "..", "..", "agenttest", "libagenttest_eval.so"),
              "/usr/lib/agenttest/libagenttest_eval.so", "/usr/local/lib/agenttest/libagenttest_eval.so"]
     path = next((c for c in cands if c and os.path.exists(c)), None)
     if path is None:
-        raise RuntimeError("libagenttest_eval.so not found (build it with `make build` "
-                           "or set AGENTTEST_EVAL_LIB)")
+        raise RuntimeError("libagenttest_eval.so not found (run `make build`, or `make install`, "
+                           "or set AGENTTEST_EVAL_LIB; docs/sdk.md)")
     lib = C.CDLL(os.path.abspath(path))
     lib.ch_score_json.restype = C.c_void_p
     lib.ch_score_json.argtypes = [C.c_char_p, C.c_int, C.POINTER(_Market), C.POINTER(C.c_float),
@@ -154,18 +159,29 @@ def evaluate(challenge, featurizer, predictor, provider=None, days_back=90, inte
     """Walk-forward evaluation of featurizer/predictor on `challenge`.
 
     provider None loads the challenge's assets for the last days_back days
-    of $DATASET_DIR (else the embedded synthetic market). holdout_start is a
+    of the dataset agenttest.datasource.select_dataset picks ($DATASET_DIR,
+    the newest fetched version, else the synthetic market; a notice on
+    stderr says which). holdout_start is a
     bar index (0: every window is holdout, as in the original). Returns the
     result dictionary, or {"error": msg} when the evaluation is refused; in
     mode "mantis" unusable predictions raise EvaluationError as the
     original's evaluate() raised."""
+    if "agenttest_host" in sys.modules:
+        raise RuntimeError(
+            "evaluate() was called while the server was loading this strategy file: the server "
+            "runs the file's classes itself and has no local evaluator. Put the call under\n"
+            "    if __name__ == \"__main__\":\n        evaluate(...)\n"
+            "so it runs only when you run the file yourself (docs/sdk.md).")
     cat = challenges(fields=("funding_1h",))
     if challenge not in cat:
         raise ValueError("Unknown challenge %r. Valid: %s" % (challenge, sorted(cat)))
     if interval != "1m":
         raise ValueError("only 1-minute bars are supported")
     if provider is None:
-        provider = DataProvider.from_dataset(default_dataset_dir(), cat[challenge]["assets"], days_back)
+        from .datasource import announce, select_dataset
+        path, notice = select_dataset(cat[challenge]["assets"])
+        announce(notice)
+        provider = DataProvider.from_dataset(path, cat[challenge]["assets"], days_back)
     emb, w = generate_embeddings(featurizer, predictor, provider, warmup)
     rc, res = score_embeddings(challenge, provider, emb, w, holdout_start, mode)
     if rc == 3 and mode == "mantis":

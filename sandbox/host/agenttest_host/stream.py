@@ -83,7 +83,7 @@ def _load_classes(source):
     return fcls(), pcls()
 
 
-def _buffers(mm_data, meta, data_off):
+def _buffers(mm_data, meta, data_off, fd):
     from agenttest.view import MarketBuffers
     T = int(meta["T"])
     assets = list(meta["assets"])
@@ -98,11 +98,23 @@ def _buffers(mm_data, meta, data_off):
     ts = arr(meta["ts"], "<i8", (T,))
     cg = {a: {f: arr(off, "<f8", (T,)) for f, off in fields.items()}
           for a, fields in dict(meta.get("cg") or {}).items()}
-    return MarketBuffers(assets, closes, ohlcv, ts, cg, length=T)
+    # views map rows 0..t of these regions copy-on-write from the same fd
+    return MarketBuffers(assets, closes, ohlcv, ts, cg, length=T, shared=(fd, meta))
 
 
 def run(chan, meta, body):
-    """Serve one STREAM request (see the module comment)."""
+    """Serve one STREAM request (see the module comment); the data fd stays
+    open until the request ends (the views map it copy-on-write)."""
+    try:
+        _run(chan, meta, body)
+    finally:
+        try:
+            os.close(int(meta["fd"]))
+        except (OSError, KeyError, TypeError, ValueError):
+            pass
+
+
+def _run(chan, meta, body):
     t0 = time.perf_counter()
     try:
         fd = int(meta["fd"])
@@ -110,13 +122,12 @@ def run(chan, meta, body):
         mm = mmap.mmap(fd, data_off, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
         mm_data = mmap.mmap(fd, size - data_off, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ,
                             offset=data_off)
-        os.close(fd)
         if mm[:8] != MAGIC:
             raise frames.ProtocolError("bad shared memory")
         u32 = memoryview(mm).cast("I")
         q = memoryview(mm).cast("q")
         slot = np.frombuffer(mm, dtype=np.float32, count=max_dim, offset=SLOT_OFFSET)
-        bufs = _buffers(mm_data, meta, data_off)
+        bufs = _buffers(mm_data, meta, data_off, fd)
     except (OSError, ValueError, KeyError, TypeError, ImportError, frames.ProtocolError) as exc:
         chan.send(frames.ERROR, {"code": "internal", "type": type(exc).__name__,
                                  "message": "STREAM setup failed: %s" % exc, "traceback": [],
