@@ -260,7 +260,7 @@ static int mk_asset(struct mk_job *j, CURL *h, struct buf *b, size_t i)
 	struct kl_series *s = &j->out[i];
 	int64_t ival = mk_interval_ms(r->interval), from = r->start_ms;
 	int n429 = 0, nretry = 0;
-	char url[1024], why[512] = "", msg[512];
+	char url[1024], why[512] = "", msg[1024];
 	while (from <= r->end_ms) {
 		if (mk_stopping(j))
 			return -1;
