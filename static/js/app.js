@@ -100,7 +100,14 @@ export function errorPanel(err, retry) {
     h('p', null, err.message || String(err))];
   if (err.code) parts.push(h('p', { class: 'muted' }, 'Code: ', h('code', null, err.code)));
   if (err.detail) parts.push(h('p', { class: 'muted' }, err.detail));
-  if (retry) parts.push(h('button', { type: 'button', on: { click: retry } }, 'Try again'));
+  if (err instanceof ApiError && err.status === 429) {
+    parts.push(h('p', { 'data-testid': 'rate-limited' }, 'The server is limiting how many requests one address may make per minute, and this page asked too often. ',
+      err.retryAfter ? `Wait ${err.retryAfter} s and try again.` : 'Wait a moment and try again.'));
+  }
+  // Only a failure that can pass by (network, 429, 5xx) is worth retrying;
+  // a 404 or a refused request will answer the same again.
+  const transient = !(err instanceof ApiError) || err.status === 0 || err.status === 429 || err.status >= 500;
+  if (retry && transient) parts.push(h('button', { type: 'button', on: { click: retry } }, 'Try again'));
   return h('section', { class: 'panel error-panel', role: 'alert' }, parts);
 }
 
@@ -138,7 +145,13 @@ async function render() {
     if (err && err.name === 'AbortError') return;
     if (controller.signal.aborted) return;
     if (!(err instanceof ApiError)) console.error(err); // API errors are shown in the panel below
-    if (!target.querySelector('h1')) clear(target).append(h('h1', { tabindex: -1 }, document.title.split(' · ')[0] || 'agenttest'));
+    // A page that failed before drawing its heading gets one naming the
+    // failure, never the previous page's title.
+    if (!target.querySelector('h1')) {
+      const t = err instanceof ApiError && err.status === 404 ? 'Not found' : 'Could not load this page';
+      ctx.title(t);
+      clear(target).append(h('h1', { tabindex: -1 }, t));
+    }
     target.append(errorPanel(err, () => render()));
   } finally {
     if (!controller.signal.aborted) {
