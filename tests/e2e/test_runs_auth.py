@@ -48,7 +48,7 @@ ROUTES = [
     ("GET", "/api/challenges/ETH-1H-BINARY/leaderboard", None, ("ok", "ok", "ok")),
 ]
 # by-id routes with a side effect, tested on their own below
-SEPARATE = {"/api/tokens/{id}/revoke"}
+SEPARATE = {"/api/tokens/{id}/revoke", "/api/evaluations/{id}/cancel"}
 
 
 def fill(x, w):
@@ -99,3 +99,18 @@ def test_token_revoke_by_id(stack, world):
     assert world["admin"].post(url).status == 200
     mint2 = world["owner"].post("/api/tokens", {"label": "matrix2"}).json()
     assert world["owner"].post(f"/api/tokens/{mint2['id']}/revoke").status == 200
+
+
+def test_evaluation_cancel_by_id(stack, world):
+    """Cancelling an evaluation: no credential 401, another user 404 (not
+    revealed); the owner and admins may (409 once the evaluation is final,
+    which it may already be: the fixture's code fails fast)."""
+    url = f"/api/evaluations/{world['eid']}/cancel"
+    assert stack.request("POST", url, json_body={}, source=REMOTE).status == 401
+    r = world["other"].post(url)
+    assert r.status == 404 and r.json()["code"] == "not_found", r
+    for who in ("owner", "admin"):
+        r = world[who].post(url)
+        assert r.status in (200, 409), (who, r)
+        if r.status == 409:
+            assert r.json()["code"] == "conflict", r
