@@ -45,7 +45,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 if [ -f "$here/package-lock.json" ]; then
   stamp="$here/node_modules/.deps-stamp"
   if [ ! -f "$stamp" ] || [ "$here/package-lock.json" -nt "$stamp" ] ||
-     [ ! -f "$here/static/vendor/uPlot.iife.min.js" ] || [ ! -f "$here/static/vendor/codemirror.js" ]; then
+     [ ! -f "$here/static/vendor/uPlot.iife.min.js" ]; then
     (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
     touch "$stamp"
   fi

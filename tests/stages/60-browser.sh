@@ -22,7 +22,7 @@ for b in agenttest agenttest-fcgi agenttest-runner agenttest-sandbox; do
 done
 [ -f node_modules/playwright-core/package.json ] && [ -f node_modules/axe-core/axe.min.js ] ||
   { echo "60-browser: node_modules missing (make deps runs npm ci)"; exit 1; }
-[ -f static/vendor/uPlot.iife.min.js ] && [ -f static/vendor/codemirror.js ] || { echo "60-browser: static/vendor missing (npm ci runs the vendor step)"; exit 1; }
+[ -f static/vendor/uPlot.iife.min.js ] || { echo "60-browser: static/vendor missing (npm ci runs the vendor step)"; exit 1; }
 [ -x "${CHROMIUM:-/usr/bin/chromium}" ] || { echo "60-browser: ${CHROMIUM:-/usr/bin/chromium} missing (make deps)"; exit 1; }
 
 VAR=$(mktemp -d "${TMPDIR:-/tmp}/agenttest-browser-XXXXXX")
