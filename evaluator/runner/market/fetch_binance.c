@@ -260,7 +260,7 @@ static int mk_asset(struct mk_job *j, CURL *h, struct buf *b, size_t i)
 	struct kl_series *s = &j->out[i];
 	int64_t ival = mk_interval_ms(r->interval), from = r->start_ms;
 	int n429 = 0, nretry = 0;
-	char url[1024], why[512] = "", msg[1024];
+	char url[1024], why[512] = "", msg[512];
 	while (from <= r->end_ms) {
 		if (mk_stopping(j))
 			return -1;
@@ -275,7 +275,7 @@ static int mk_asset(struct mk_job *j, CURL *h, struct buf *b, size_t i)
 			enum kl_err ke = kl_parse_page(buf_cstr(b), b->len, ival, r->start_ms, r->end_ms, r->now_ms,
 						       s, &rows, &last_close, why, sizeof why);
 			if (ke == KL_ERR_ROW || ke == KL_ERR_GRID) {
-				snprintf(msg, sizeof msg, "%s: bad kline from %lld: %s", r->assets[i], (long long)from, why);
+				snprintf(msg, sizeof msg, "%.32s: bad kline from %lld: %.300s", r->assets[i], (long long)from, why);
 				mk_fail(j, MK_ERR_DATA, msg);
 				return -1;
 			}
@@ -295,7 +295,7 @@ static int mk_asset(struct mk_job *j, CURL *h, struct buf *b, size_t i)
 		}
 		if (pg == PAGE_RATE) {
 			if (++n429 > r->max_429) {
-				snprintf(msg, sizeof msg, "%s: rate limited %d times in a row fetching %lld..%lld, giving up (%s)",
+				snprintf(msg, sizeof msg, "%.32s: rate limited %d times in a row fetching %lld..%lld, giving up (%.300s)",
 					 r->assets[i], n429, (long long)from, (long long)r->end_ms, why);
 				mk_fail(j, MK_ERR_RATE, msg);
 				return -1;
@@ -307,7 +307,7 @@ static int mk_asset(struct mk_job *j, CURL *h, struct buf *b, size_t i)
 		n429 = 0;
 		if (pg == PAGE_RETRY) {
 			if (++nretry > r->max_retries) {
-				snprintf(msg, sizeof msg, "%s: fetching %lld..%lld failed after %d attempts: %s",
+				snprintf(msg, sizeof msg, "%.32s: fetching %lld..%lld failed after %d attempts: %.300s",
 					 r->assets[i], (long long)from, (long long)r->end_ms, nretry, why);
 				mk_fail(j, MK_ERR_HTTP, msg);
 				return -1;
@@ -317,7 +317,7 @@ static int mk_asset(struct mk_job *j, CURL *h, struct buf *b, size_t i)
 			continue;
 		}
 		if (pg == PAGE_FATAL) {
-			snprintf(msg, sizeof msg, "%s: fetching %lld..%lld refused: %s", r->assets[i], (long long)from,
+			snprintf(msg, sizeof msg, "%.32s: fetching %lld..%lld refused: %.300s", r->assets[i], (long long)from,
 				 (long long)r->end_ms, why);
 			mk_fail(j, MK_ERR_HTTP, msg);
 			return -1;
