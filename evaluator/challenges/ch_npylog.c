@@ -14,6 +14,10 @@
  * rounded in glibc whether or not the CPU has FMA, so the result is the
  * same bits on every machine. Checked against numpy itself on 6.5·10^7
  * float32 values (tests/challenges/test_labels_metrics.py).
+ *
+ * The coefficients and the order of operations are numpy's (NumPy,
+ * BSD-3-Clause, Copyright (c) 2005-2023, NumPy Developers); they were read
+ * off the installed numpy's behaviour, the code here is ours.
  */
 #include <math.h>
 #include <stdint.h>
