@@ -199,13 +199,15 @@ static void test_derivatives_layer(void **state)
 		"    def compute(self, view):\n"
 		"        assert view.has_cg() and view.cg_fields('ETH') == ['funding_1h'] and view.cg_fields('AAA') == []\n"
 		"        f = view.cg('ETH', 'funding_1h')\n"
-		"        assert len(f) == view.t + 1 and not f.flags.writeable\n"
+		"        assert len(f) == view.t + 1 and f.flags.writeable and f[0] == 0.0\n"
+		"        last = float(f[-1])\n"
+		"        f[:] = -1.0\n"   /* copy-on-write: the next step sees the data again */
 		"        try:\n"
 		"            view.cg('AAA', 'funding_1h')\n"
 		"            missing = 0.0\n"
 		"        except KeyError:\n"
 		"            missing = 1.0\n"
-		"        return [f[-1], missing, view.ohlcv('ETH')[-1, 4]]\n"
+		"        return [last, missing, view.ohlcv('ETH')[-1, 4]]\n"
 		"class TechPredictor(Predictor):\n"
 		"    def predict(self, f):\n"
 		"        return f\n";
