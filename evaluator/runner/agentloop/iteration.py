@@ -110,7 +110,23 @@ def run_turn(program, ws, dev, log_path, should_stop, box):
             p.stdout.close()
     if status is None:
         status = "ok" if p.returncode == 0 else "error"
+        verdict = _meta_verdict(meta)
+        if verdict:   # the sandbox ended the agent (seccomp, memory, ...): say so
+            status = verdict
     return status, time.monotonic() - t0
+
+
+def _meta_verdict(path):
+    """The sandbox's verdict from its meta file ("SY: forbidden system call
+    memfd_create"), or None when the agent exited by itself."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            kv = dict(line.rstrip("\n").split(":", 1) for line in f if ":" in line)
+    except OSError:
+        return None
+    if "status" not in kv:
+        return None
+    return "%s: %s" % (kv["status"], kv.get("message", "killed by the sandbox"))
 
 
 def _evaluate(code_path, challenge, dataset, days_back, dev_only):

@@ -65,6 +65,9 @@ def argv(helper, box, workspace, host_dir, lib, dev_dir, program, meta):
         "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": workspace,
         "PYTHONPATH": HOST_DIR, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
         "DATASET_DIR": DATA_DIR, "AGENTTEST_EVAL_LIB": LIB_PATH,
+        # the policy refuses memfd_create and shared file mappings: the SDK
+        # keeps its market copy in an unlinked workspace file instead
+        "AGENTTEST_NO_MEMFD": "1",
         "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
     }
     a = [helper, "--box=%d" % box.number, "--cpu=%d" % wall, "--wall=%d" % wall,

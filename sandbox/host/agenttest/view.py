@@ -145,24 +145,48 @@ def use_owned_arrays(enable=True):
     return prev
 
 
+def _unlinked_file():
+    """A read-write file of the working directory that has no name (O_TMPFILE,
+    else created and unlinked at once)."""
+    try:
+        return os.open(".", os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    except (OSError, AttributeError):
+        name = ".agenttest-market-%d" % os.getpid()
+        fd = os.open(name, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        os.unlink(name)
+        return fd
+
+
 class _MemFile:
     """A memfd holding the provider's arrays, page-aligned regions; closed
     when the buffers are collected."""
 
     def __init__(self, arrays):
         sizes = [_align(max(a.nbytes, 1)) for a in arrays]
-        self.fd = os.memfd_create("agenttest-market", os.MFD_CLOEXEC)
         total = max(sum(sizes), _PAGE)
+        self.offsets = []
+        off = 0
+        for s in sizes:
+            self.offsets.append(off)
+            off += s
+        if os.environ.get("AGENTTEST_NO_MEMFD"):
+            # Inside an agent's sandbox memfd_create and shared file mappings
+            # are refused: keep the copy in an unlinked file of the working
+            # directory (the workspace), written with pwrite and mapped
+            # privately; the views map it copy-on-write as they map a memfd.
+            self.fd = _unlinked_file()
+            os.ftruncate(self.fd, total)
+            for a, o in zip(arrays, self.offsets):
+                os.pwrite(self.fd, np.ascontiguousarray(a).reshape(-1).tobytes(), o)
+            self.map = mmap.mmap(self.fd, total, access=mmap.ACCESS_COPY)
+            return
+        self.fd = os.memfd_create("agenttest-market", os.MFD_CLOEXEC)
         os.ftruncate(self.fd, total)
         self.map = mmap.mmap(self.fd, total, flags=mmap.MAP_SHARED,
                              prot=mmap.PROT_READ | mmap.PROT_WRITE)
-        self.offsets = []
-        off = 0
-        for a, s in zip(arrays, sizes):
-            dst = np.frombuffer(self.map, dtype=a.dtype, count=a.size, offset=off)
+        for a, o in zip(arrays, self.offsets):
+            dst = np.frombuffer(self.map, dtype=a.dtype, count=a.size, offset=o)
             dst[:] = a.reshape(-1)
-            self.offsets.append(off)
-            off += s
 
     def array(self, i, a):
         """The shared (master) copy of array number i, read-only."""
