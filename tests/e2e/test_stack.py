@@ -190,7 +190,8 @@ def test_renderer_allowed_hosts_map():
     block = r.stdout.split("map $host $agenttest_host_ok {", 1)[1].split("}", 1)[0]
     entries = [l.strip() for l in block.splitlines() if l.strip()]
     assert entries == ["default 0;", '"agenttest.example.org" 1;', '"localhost" 1;'], entries
-    assert r.stdout.count("if ($agenttest_host_ok = 0)") == 3   # both API locations and static files
+    # both API locations (fastcgi.conf), the dashboard and the static assets
+    assert r.stdout.count("if ($agenttest_host_ok = 0)") == 4
     bad = render(*values, "RATE_RPM=0", "ALLOWED_HOSTS=evil;return")
     assert bad.returncode == 2 and "unsafe value" in bad.stderr
 
