@@ -86,7 +86,7 @@ $(BINS) $(UNIT_TESTS): $(LIBS)
 
 -include $(ALL_OBJS:.o=.d)
 
-.PHONY: build deps run start stop status test bench fuzz install clean lint unit-tests
+.PHONY: build deps run start stop status test bench fuzz install clean lint boundaries unit-tests
 
 build: $(BINS)
 
@@ -121,10 +121,15 @@ bench: deps
 fuzz: deps
 	@tests/fuzz/run.sh long
 
-lint:
+lint: boundaries
 	cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability,performance \
 	  --inline-suppr --suppress=missingIncludeSystem -I common -I . common fcgi evaluator sandbox
 	mandoc -Tlint -Wwarning sandbox/agenttest-sandbox.1
+
+# The component boundaries of DESIGN, on the sources and the linked binaries
+# (scripts/check-boundaries.sh says which).
+boundaries: $(BINDIR)/agenttest-fcgi $(BUILD)/librunner.a $(BUILD)/libsandbox.a $(BUILD)/libevaluator.a
+	@scripts/check-boundaries.sh $(BUILD) $(BINDIR)
 
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/agenttest

@@ -21,12 +21,22 @@ static const char *const config_known[] = {
 	"DATASET_VERSION", "DATASET_DIR", "STRATEGIES_DIR",
 	"AGENTTEST_RUNNER_SLOTS", "AGENTTEST_SANDBOX", "AGENTTEST_DATA_DIR", "AGENTTEST_VAR_DIR",
 	"RUNNER_NOTIFY_DIR", "RUNNER_POLL_MS", "TRUSTED_STRATEGY_DIRS", "RUNS_MAX_QUEUED", "ARTIFACTS_DIR",
+	"RUNS_MAX_WAITS", "RUNS_MAX_WAITS_PER_USER",
 	"AGENTTEST_SYNTH_DAYS", "AGENTTEST_CHECK_SOCKET", "AGENTTEST_CHECK_CONCURRENCY",
 	"AGENTTEST_RUN_CPU_SECONDS", "AGENTTEST_RUN_WALL_SECONDS", "AGENTTEST_RUN_MEMORY_MB",
 	"AGENTTEST_ALLOWED_HOSTS",
+	"MANTIS_PREFETCH_WINDOWS", "MANTIS_DATA_KEEP_VERSIONS", /* market data (issue 13) */
+	"MANTIS_FETCH_BACKOFF_MS",   /* prefetch back-off (issue 18: paper trading tests) */
 	/* scripts/stack.sh (docs/configuration.md, "Stack") */
 	"AGENTTEST_VAR", "AGENTTEST_BIN", "AGENTTEST_RATE_BURST", "AGENTTEST_NGINX_WORKERS",
 	"AGENTTEST_NGINX_KEEPALIVE", "AGENTTEST_NGINX_ACCESS_LOG", "AGENTTEST_DB_BUFFER_POOL",
+	/* research agents (issue 15, docs/agents.md) */
+	"MANTIS_MAX_AGENTS", "MANTIS_PAUSE_TIMEOUT", "MANTIS_CLAUDE_TIMEOUT", "MANTIS_ITER_WALL_TIMEOUT",
+	"MANTIS_CONTAINER_MEM_PCT", "AGENTTEST_AGENTS_DIR",
+	/* LLM agents (issue 16, docs/agents.md) */
+	"AGENTTEST_ANTHROPIC_UPSTREAM", "AGENTTEST_LLM_PRICES", "AGENTTEST_AGENT_COMMAND", "AGENTTEST_CLAUDE_CODE_DIR",
+	"AGENTTEST_LLM_AGENT_TOKENS", "AGENTTEST_LLM_AGENT_USD", "AGENTTEST_LLM_AGENT_REQUESTS",
+	"AGENTTEST_LLM_OWNER_DAY_TOKENS", "AGENTTEST_LLM_OWNER_DAY_USD", "AGENTTEST_LLM_OWNER_DAY_REQUESTS",
 	NULL,
 };
 
@@ -41,13 +51,9 @@ static const struct {
 	bool        effective;
 	const char *what;
 } config_pending[] = {
-	{ "MANTIS_MAX_AGENTS",        false, "the agent workflow" },
-	{ "MANTIS_CLAUDE_TIMEOUT",    false, "the agent workflow" },
-	{ "MANTIS_PAUSE_TIMEOUT",     false, "the agent workflow" },
-	{ "MANTIS_ITER_WALL_TIMEOUT", false, "the agent workflow" },
-	{ "MANTIS_CONTAINER_MEM_PCT", false, "the agent workflow" },
 	{ "MANTIS_DATA_DIR",          true,  "market data download" },
 	{ "BINANCE_API_URL",          true,  "market data download" },
+	{ "COINGLASS_API_URL",        true,  "market data download" },
 	{ NULL, false, NULL },
 };
 
@@ -315,6 +321,17 @@ static bool config_typed(struct config *cfg, struct buf *err)
 	cfg->mantis_host = config_str(cfg, "MANTIS_HOST", "127.0.0.1");
 	if (!config_long(cfg, "MANTIS_PORT", 8000, 1, 65535, &cfg->mantis_port, err))
 		return false;
+	/* research agents (issue 15): the API's admission limit and the runner's auto-resume */
+	if (!config_long(cfg, "MANTIS_MAX_AGENTS", 5, 1, 1000, &cfg->max_agents, err) ||
+	    !config_long(cfg, "MANTIS_PAUSE_TIMEOUT", 3600, 10, 30L * 86400, &cfg->pause_timeout_s, err))
+		return false;
+	{	/* read by the iteration harness (agentloop/config.py): checked here so a bad value stops the start */
+		long unused;
+		if (!config_long(cfg, "MANTIS_ITER_WALL_TIMEOUT", 1800, 60, 86400, &unused, err) ||
+		    !config_long(cfg, "MANTIS_CLAUDE_TIMEOUT", 600, 10, 86400, &unused, err) ||
+		    !config_long(cfg, "MANTIS_CONTAINER_MEM_PCT", 15, 1, 100, &unused, err))
+			return false;
+	}
 	v = config_get(cfg, "AGENTTEST_AUTH");
 	if (v == NULL || v[0] == '\0' || strcmp(v, "auto") == 0)
 		cfg->auth = CONFIG_AUTH_AUTO;

@@ -48,6 +48,8 @@ struct config {
 	char            *mantis_auth_token; /* NULL when unset or empty */
 	char            *mantis_host;
 	long             mantis_port;
+	long             max_agents;       /* MANTIS_MAX_AGENTS: agents starting or running at once */
+	long             pause_timeout_s;  /* MANTIS_PAUSE_TIMEOUT: a paused agent resumes after this */
 	enum config_auth auth;
 	enum log_level   log_level;
 	char            *dataset_version;

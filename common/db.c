@@ -30,9 +30,10 @@ struct db {
 	size_t         ncache;
 	void         (*hook)(void);
 	bool           in_tx;
+	unsigned long  writes;          /* commits and autocommit changes that took effect */
 };
 
-static const char *const db_status_names[DB__MAX] = { "ok", "unavailable", "duplicate", "error" };
+static const char *const db_status_names[DB__MAX] = { "ok", "unavailable", "duplicate", "error", "conflict" };
 
 const char *db_strerror(enum db_status st)
 {
@@ -120,6 +121,8 @@ static enum db_status db_fail(struct db *db, unsigned no, const char *msg)
 		db_disconnect(db);
 		return DB_UNAVAILABLE;
 	}
+	if (no == ER_LOCK_DEADLOCK || no == ER_LOCK_WAIT_TIMEOUT)
+		return DB_CONFLICT;
 	return no == ER_DUP_ENTRY ? DB_DUPLICATE : DB_ERROR;
 }
 
@@ -327,6 +330,8 @@ static enum db_status db_exec_once(struct db *db, const char *sql, const struct 
 		res->affected = mysql_stmt_affected_rows(s);
 		res->insert_id = mysql_stmt_insert_id(s);
 	}
+	if (!db->in_tx && mysql_stmt_field_count(s) == 0 && mysql_stmt_affected_rows(s) > 0)
+		db->writes++;
 	if (mysql_stmt_field_count(s) == 0 && ncols == 0)
 		return DB_OK;
 	return db_fetch(db, s, cols, ncols, row, ctx, res);
@@ -345,7 +350,9 @@ enum db_status db_exec(struct db *db, const char *sql, const struct db_arg *args
 	if (res)
 		memset(res, 0, sizeof *res);
 	enum db_status st = db_exec_once(db, sql, args, nargs, cols, ncols, row, ctx, res, flags, &retry);
-	if (st == DB_UNAVAILABLE && retry && !in_tx) {
+	/* Outside a transaction a lost connection (for an idempotent statement)
+	 * and a deadlock (the server rolled the one statement back) are retried once. */
+	if ((st == DB_UNAVAILABLE && retry && !in_tx) || (st == DB_CONFLICT && !in_tx)) {
 		if (res)
 			memset(res, 0, sizeof *res);
 		st = db_exec_once(db, sql, args, nargs, cols, ncols, row, ctx, res, flags, &retry);
@@ -403,6 +410,7 @@ enum db_status db_commit(struct db *db)
 	db->in_tx = false;
 	if (mysql_commit(db->my) != 0)
 		return db_fail(db, mysql_errno(db->my), mysql_error(db->my));
+	db->writes++;
 	return DB_OK;
 }
 
@@ -413,6 +421,11 @@ void db_rollback(struct db *db)
 	db->in_tx = false;
 	if (mysql_rollback(db->my) != 0)
 		db_fail(db, mysql_errno(db->my), mysql_error(db->my));
+}
+
+unsigned long db_writes(const struct db *db)
+{
+	return db->writes;
 }
 
 const char *db_error(const struct db *db)

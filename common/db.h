@@ -36,6 +36,7 @@ enum db_status {
 	DB_UNAVAILABLE, /* cannot connect, or the connection was lost */
 	DB_DUPLICATE,   /* a unique key was violated */
 	DB_ERROR,       /* any other failure (message in db_error()) */
+	DB_CONFLICT,    /* a deadlock or a lock wait timeout: the transaction may be run again */
 	DB__MAX
 };
 
@@ -111,6 +112,17 @@ enum db_status db_ping(struct db *db);
 enum db_status db_exec(struct db *db, const char *sql, const struct db_arg *args, size_t nargs,
                        struct db_col *cols, size_t ncols, db_row_fn row, void *ctx,
                        struct db_result *res, unsigned flags);
+struct buf;
+/*
+ * db_exec() without flags for code that reports errors into a buffer (the
+ * runner's job queue and kinds): 0, or -1 with "database: <message>"
+ * appended to err (db_util.c).
+ */
+int db_run(struct db *db, const char *sql, const struct db_arg *args, size_t nargs, struct db_col *cols,
+           size_t ncols, db_row_fn row, void *ctx, struct db_result *res, struct buf *err);
+/* Row callback of a one-row read: sets *(bool *)ctx and stops (the row's
+ * values stay in the columns). */
+bool db_row_once(void *ctx, const struct db_col *cols, size_t ncols);
 /* Run trusted SQL text that may hold several statements (migrations only). */
 enum db_status db_exec_script(struct db *db, const char *sql, size_t len);
 /*
@@ -125,6 +137,10 @@ enum db_status db_commit(struct db *db);
 void db_rollback(struct db *db);
 /* Last error message (never NULL). */
 const char *db_error(const struct db *db);
+/* How many changes took effect so far (commits, and autocommit statements
+ * that changed rows): a caller that sees it unchanged across a failed piece
+ * of work knows nothing of that work was kept and may run it again. */
+unsigned long db_writes(const struct db *db);
 /* MariaDB error number of the last failure (0 if none). */
 unsigned db_errno(const struct db *db);
 /* Name of a status ("ok", "unavailable", ...). */

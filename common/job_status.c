@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "buf.h"
 #include "job_status.h"
 
 static const char *const names[JOB__NSTATUS] = {
@@ -53,4 +54,12 @@ enum db_status job_request_cancel(struct db *db, const char *table, const char *
 	if (st == DB_OK)
 		*changed = res.affected;
 	return st;
+}
+
+/* Set code and message (see job_status.h). */
+void job_error_vset(char *code, size_t cap, struct buf *message, const char *ccode, const char *fmt, va_list ap)
+{
+	snprintf(code, cap, "%s", ccode);
+	buf_reset(message);
+	buf_vprintf(message, fmt, ap);
 }

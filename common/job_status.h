@@ -12,7 +12,9 @@
 #ifndef AGENTTEST_JOB_STATUS_H
 #define AGENTTEST_JOB_STATUS_H
 
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "db.h"
@@ -37,6 +39,12 @@ bool job_status_final(enum job_status s);
 
 /* "queued, running, completed, failed, cancelled": for error messages. */
 const char *job_status_list(void);
+
+struct buf;
+/* Set a job's error code (cut to cap) and printf message (replacing what
+ * message held): what the runner's outcome and result failures share. */
+void job_error_vset(char *code, size_t cap, struct buf *message, const char *ccode, const char *fmt, va_list ap)
+	__attribute__((format(printf, 5, 0)));
 
 /*
  * The API side of a cancel, for any job table (a constant of the caller,

@@ -6,4 +6,4 @@ LIBS        += $(BUILD)/libcommon.a
 
 $(BUILD)/libcommon.a: $(COMMON_OBJS)
 	@mkdir -p $(@D)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^

@@ -38,6 +38,42 @@ static enum ev_err engine_clamp(const struct engine_cfg *cfg, double *w, size_t 
 	return EV_OK;
 }
 
+void engine_state_init(struct engine_state *s, double p0)
+{
+	memset(s, 0, sizeof *s);
+	s->equity = 1.0;
+	s->last = p0;
+}
+
+double engine_step(const struct engine_cfg *cfg, struct engine_state *s, double w, double p, double *trade)
+{
+	*trade = 0.0;
+	if (s->wiped)
+		return 0.0;
+	double fee = cfg->fee_bps / 10000.0;
+	double tr = fabs(w - s->held);
+	double r = 0.0;
+	if (!isnan(p)) {
+		if (!isnan(s->last))
+			r = p / s->last - 1.0;
+		s->last = p;
+	}
+	double g = 1.0 + w * r - fee * tr;
+	s->turnover += tr;
+	s->fees += s->equity * fee * tr;
+	s->exposure += fabs(w);
+	s->held = w;
+	s->steps++;
+	*trade = tr;
+	if (!(g > 0)) {
+		s->wiped = 1;
+		s->equity = 0.0;
+		return 0.0;
+	}
+	s->equity *= g;
+	return s->equity;
+}
+
 enum ev_err engine_run(const struct engine_cfg *cfg, const double *prices, double *w, size_t n,
 		       double *equity, struct engine_report *rep)
 {
@@ -47,39 +83,15 @@ enum ev_err engine_run(const struct engine_cfg *cfg, const double *prices, doubl
 		return e;
 	if (n == 0)
 		return EV_OK;
-	double fee = cfg->fee_bps / 10000.0;
-	double E = 1.0, held = 0.0, last = prices[0];
-	double turnover = 0, fees = 0, expo = 0;
+	struct engine_state s;
+	double trade;
+	engine_state_init(&s, prices[0]);
 	equity[0] = 1.0;
-	size_t t = 1;
-	for (; t < n; t++) {
-		double wt = w[t - 1];
-		double trade = fabs(wt - held);
-		double p = prices[t];
-		double r = 0.0;
-		if (!isnan(p)) {
-			if (!isnan(last))
-				r = p / last - 1.0;
-			last = p;
-		}
-		double g = 1.0 + wt * r - fee * trade;
-		turnover += trade;
-		fees += E * fee * trade;
-		expo += fabs(wt);
-		held = wt;
-		if (!(g > 0)) {
-			equity[t] = 0.0;
-			rep->pos.liquidation_events = 1;
-			t++;
-			break;
-		}
-		E *= g;
-		equity[t] = E;
-	}
-	for (; t < n; t++)
-		equity[t] = 0.0;
-	rep->pos.turnover = turnover;
-	rep->pos.fees_paid = fees;
-	rep->pos.average_exposure = expo / (double)(n - 1 > 0 ? n - 1 : 1);
+	for (size_t t = 1; t < n; t++)
+		equity[t] = engine_step(cfg, &s, w[t - 1], prices[t], &trade);
+	rep->pos.turnover = s.turnover;
+	rep->pos.fees_paid = s.fees;
+	rep->pos.liquidation_events = s.wiped ? 1 : 0;
+	rep->pos.average_exposure = s.exposure / (double)(n - 1 > 0 ? n - 1 : 1);
 	return EV_OK;
 }

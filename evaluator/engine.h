@@ -55,4 +55,31 @@ int engine_cfg_valid(const struct engine_cfg *cfg, char *msg, size_t msglen);
 enum ev_err engine_run(const struct engine_cfg *cfg, const double *prices, double *w, size_t n,
 		       double *equity, struct engine_report *rep);
 
+/*
+ * The engine's state between two bars, so that an account can be advanced
+ * one bar at a time (paper trading) with exactly the arithmetic of
+ * engine_run, which is itself a loop of engine_step: a curve advanced bar
+ * by bar equals engine_run over the same bars and positions bit for bit.
+ */
+struct engine_state {
+	double equity;    /* E after the last bar (1 at the first) */
+	double held;      /* position executed over the last bar (w[-1] = 0) */
+	double last;      /* last non-NaN price (NaN before the first) */
+	double turnover;  /* sum |Δw| so far */
+	double fees;      /* fees paid so far, in units of the initial capital */
+	double exposure;  /* sum |w| over the held bars */
+	long   steps;     /* bars advanced */
+	int    wiped;     /* the account was liquidated (equity 0 from then on) */
+};
+
+/* The state at the first bar of a curve: E = 1, flat, last price p0. */
+void engine_state_init(struct engine_state *s, double p0);
+
+/*
+ * Advance s over one bar with price p, holding w (the target decided at the
+ * previous bar; already clamped and finite). Returns the new equity and puts
+ * |Δw| (the trade executed at this bar, 0 once wiped) into *trade.
+ */
+double engine_step(const struct engine_cfg *cfg, struct engine_state *s, double w, double p, double *trade);
+
 #endif

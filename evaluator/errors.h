@@ -3,7 +3,8 @@
  * agents and the API see (docs/development.md, "Error codes").
  *
  * Every failure of a run maps to exactly one of these; the enum is the
- * public error type of backtest.h, engine.h and protocol.h, and the code
+ * public error type of engine.h and of the runner's drivers
+ * (evaluator/runner/drive/backtest.h, protocol.h), and the code
  * string is what goes into {"error","code","detail"}.
  */
 #ifndef AGENTTEST_EVALUATOR_ERRORS_H

@@ -2,7 +2,9 @@
  * klines: Binance kline pages → series → one grid, quality reports, causal
  * alignment of slower series (the contract is in klines.h).
  *
- * Memory: a series grows by doubling (struct-of-arrays, 48 bytes a candle);
+ * Memory: a series grows by doubling (struct-of-arrays, 48 bytes a candle)
+ * unless kl_series_reserve() sized it first (the fetcher reserves the
+ * window: no copy, no remap while pages arrive);
  * kl_grid() writes into caller columns and allocates only the gap list.
  */
 #include "evaluator/klines.h"
@@ -25,6 +27,16 @@ void kl_series_free(struct kl_series *s)
 	memset(s, 0, sizeof *s);
 }
 
+void kl_series_reserve(struct kl_series *s, size_t cap)
+{
+	if (cap <= s->cap)
+		return;
+	s->cap = cap;
+	s->t = xreallocarray(s->t, s->cap, sizeof *s->t);
+	for (int f = 0; f < 5; f++)
+		s->v[f] = xreallocarray(s->v[f], s->cap, sizeof *s->v[f]);
+}
+
 int kl_series_push(struct kl_series *s, int64_t t, const double v[5])
 {
 	if (s->n > 0 && t <= s->t[s->n - 1]) {
@@ -42,12 +54,8 @@ int kl_series_push(struct kl_series *s, int64_t t, const double v[5])
 			s->order_refused++;
 		return 1;
 	}
-	if (s->n == s->cap) {
-		s->cap = s->cap ? s->cap * 2 : 4096;
-		s->t = xreallocarray(s->t, s->cap, sizeof *s->t);
-		for (int f = 0; f < 5; f++)
-			s->v[f] = xreallocarray(s->v[f], s->cap, sizeof *s->v[f]);
-	}
+	if (s->n == s->cap)
+		kl_series_reserve(s, s->cap ? xmul(s->cap, 2) : 4096);
 	s->t[s->n] = t;
 	for (int f = 0; f < 5; f++)
 		s->v[f][s->n] = v[f];
@@ -116,6 +124,15 @@ static enum kl_err kl_row(json_object *row, size_t i, int64_t *t, int64_t *ct, d
 enum kl_err kl_parse_page(const char *text, size_t len, int64_t interval_ms, int64_t from_ms,
 			  int64_t to_ms, int64_t now_ms, struct kl_series *s, size_t *rows,
 			  int64_t *last_close, char *msg, size_t msglen)
+{
+	if (interval_ms > 0 && kl_scan_page(text, len, interval_ms, from_ms, to_ms, now_ms, s, rows, last_close))
+		return KL_OK;
+	return kl_parse_page_json(text, len, interval_ms, from_ms, to_ms, now_ms, s, rows, last_close, msg, msglen);
+}
+
+enum kl_err kl_parse_page_json(const char *text, size_t len, int64_t interval_ms, int64_t from_ms, int64_t to_ms,
+			       int64_t now_ms, struct kl_series *s, size_t *rows, int64_t *last_close, char *msg,
+			       size_t msglen)
 {
 	enum kl_err rc = KL_OK;
 	json_tokener *tok = json_tokener_new_ex(KL_JSON_DEPTH);

@@ -44,6 +44,10 @@ struct kl_series {
 
 /* Free the arrays and zero the series. */
 void kl_series_free(struct kl_series *s);
+/* Make room for at least `cap` candles in all, so that appending up to
+ * that many moves nothing (a fetch reserves the window's candle count).
+ * Never shrinks; keeps the stored candles. */
+void kl_series_reserve(struct kl_series *s, size_t cap);
 /* Append one candle; refuses (counts, returns 1) a time <= the last one;
  * 0 when stored. */
 int kl_series_push(struct kl_series *s, int64_t t, const double v[5]);
@@ -58,6 +62,22 @@ int kl_series_push(struct kl_series *s, int64_t t, const double v[5]);
 enum kl_err kl_parse_page(const char *text, size_t len, int64_t interval_ms, int64_t from_ms,
 			  int64_t to_ms, int64_t now_ms, struct kl_series *s, size_t *rows,
 			  int64_t *last_close, char *msg, size_t msglen);
+
+/*
+ * The fast path kl_parse_page() tries first (klines_scan.c): the same
+ * result for a page in Binance's own shape, without a JSON tree. Returns 1
+ * when it handled the page (s, *rows, *last_close set), 0 when the page is
+ * not in that shape or holds anything the full parser would refuse (s left
+ * as it was; the full parser then decides, with its message).
+ */
+int kl_scan_page(const char *text, size_t len, int64_t interval_ms, int64_t from_ms, int64_t to_ms,
+		 int64_t now_ms, struct kl_series *s, size_t *rows, int64_t *last_close);
+
+/* The full (json-c) parser alone, same contract as kl_parse_page(); the
+ * tests and tests/fuzz/fuzz_klines.c compare the two paths. */
+enum kl_err kl_parse_page_json(const char *text, size_t len, int64_t interval_ms, int64_t from_ms, int64_t to_ms,
+			       int64_t now_ms, struct kl_series *s, size_t *rows, int64_t *last_close, char *msg,
+			       size_t msglen);
 
 /* A run of missing candles: `len` grid steps starting at `start_ms`. */
 struct kl_gap {

@@ -10,13 +10,14 @@ BINS           += $(BINDIR)/agenttest
 
 $(BUILD)/libevaluator.a: $(EVAL_CORE_OBJS)
 	@mkdir -p $(@D)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
 $(BINDIR)/agenttest: $(CLI_OBJS) $(LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) -Wl,--start-group $(LIBS) -Wl,--end-group $(LDLIBS)
 
-# The job runner (evaluator/runner/, owned by the runs issue): everything but
+# The job runner (evaluator/runner/: queue, job kinds, the sandbox drivers in
+# drive/, check service, dataset cache, market fetcher): everything but
 # main.c goes into librunner.a so tests/unit/runner/ links the same code.
 RUNNER_SRCS := $(filter-out %/main.c,$(shell find evaluator/runner -name '*.c' 2>/dev/null | sort))
 RUNNER_OBJS := $(call objs_of,$(RUNNER_SRCS))
@@ -58,3 +59,20 @@ $(EVAL_SHLIB): $(EVAL_SHLIB_ROOTS) $(BUILD)/shlib/libeval_rest.a
 	@mkdir -p $(@D)
 	$(CC) -shared $(OPT) $(HARDEN_LDFLAGS) -Wl,-z,defs -o $@ $(EVAL_SHLIB_ROOTS) \
 	  -Wl,--start-group $(BUILD)/shlib/libeval_rest.a -Wl,--end-group $(LDLIBS)
+
+# The egress proxy of LLM agents (evaluator/runner/egress/, docs/agents.md):
+# its files but main.c are in librunner.a; the in-box relay
+# (egress/relay/main.c) is a static, dependency-free program that runs
+# inside the agent's sandbox.
+EGRESS_MAIN := $(BUILD)/evaluator/runner/egress/main.o
+RELAY_MAIN  := $(BUILD)/evaluator/runner/egress/relay/main.o
+ALL_OBJS    += $(EGRESS_MAIN) $(RELAY_MAIN)
+BINS        += $(BINDIR)/agenttest-egress $(BINDIR)/agenttest-relay
+
+$(BINDIR)/agenttest-egress: $(EGRESS_MAIN) $(LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(EGRESS_MAIN) -Wl,--start-group $(LIBS) -Wl,--end-group $(LDLIBS)
+
+$(BINDIR)/agenttest-relay: $(RELAY_MAIN)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(RELAY_MAIN)

@@ -51,7 +51,7 @@ static uint64_t app_now_us(void)
 }
 
 bool app_init(struct fcgi_app *app, const struct config *cfg, const struct fcgi_route *routes, size_t nroutes,
-              struct metrics *metrics, const unsigned char key[SECRET_BYTES], struct buf *err)
+              struct prom *metrics, const unsigned char key[SECRET_BYTES], struct buf *err)
 {
 	unsigned char rnd[4];
 	memset(app, 0, sizeof *app);
@@ -118,16 +118,19 @@ static const char *app_reason(int status)
 	case 304: return "Not Modified";
 	case 400: return "Bad Request";
 	case 401: return "Unauthorized";
+	case 402: return "Payment Required";   /* budget_exhausted (agents_ask.c) */
 	case 403: return "Forbidden";
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
 	case 409: return "Conflict";
+	case 412: return "Precondition Failed";
 	case 413: return "Payload Too Large";
 	case 415: return "Unsupported Media Type";
 	case 421: return "Misdirected Request";
 	case 422: return "Unprocessable Entity";
 	case 429: return "Too Many Requests";
 	case 500: return "Internal Server Error";
+	case 502: return "Bad Gateway";        /* upstream_error (agents_ask.c) */
 	case 503: return "Service Unavailable";
 	default: return "Status";
 	}
@@ -189,6 +192,38 @@ static bool app_body(struct fcgi_ctx *c, struct fcgi_exchange *x)
 		return false;
 	}
 	return true;
+}
+
+/* Run the route's handler; when its reply is a lock conflict (a deadlock or
+ * lock wait timeout with another worker or a runner) and nothing it did was
+ * kept (db_writes() unchanged), discard the reply and run it again, at most
+ * APP_CONFLICT_TRIES times in all, after a short randomised pause that lets
+ * the other transaction finish. Handlers are transactions over the parsed
+ * request, so running one again is the same as the client retrying. */
+#define APP_CONFLICT_TRIES 3
+static void app_run_handler(struct fcgi_ctx *c)
+{
+	size_t hdrs = c->out_hdrs->len;
+	for (int attempt = 1;; attempt++) {
+		unsigned long writes = c->app->db ? db_writes(c->app->db) : 0;
+		c->match.route->handler(c);
+		if (!c->db_conflict || attempt == APP_CONFLICT_TRIES || c->app->db == NULL ||
+		    db_writes(c->app->db) != writes)
+			return;
+		db_rollback(c->app->db);
+		json_object_put(c->reply);
+		c->reply = NULL;
+		c->replied = false;
+		c->db_conflict = false;
+		c->status = 0;
+		c->ctype = NULL;
+		buf_reset(c->out_body);
+		c->out_hdrs->len = hdrs;
+		if (c->out_hdrs->data)
+			c->out_hdrs->data[hdrs] = '\0';
+		struct timespec pause = { 0, (long)(5 + randombytes_uniform(20)) * 1000000L * attempt };
+		nanosleep(&pause, NULL);
+	}
 }
 
 /* Steps 1-7: decide the response. */
@@ -263,7 +298,7 @@ static void app_dispatch(struct fcgi_ctx *c, struct fcgi_exchange *x)
 	}
 	if (c->match.route->body != BODY_NONE && !app_body(c, x))
 		return;
-	c->match.route->handler(c);
+	app_run_handler(c);
 	if (!c->replied) {
 		log_msg(LOG_LVL_ERROR, "no_reply", "handler for %s did not reply (request %s)",
 		        c->match.route->pattern, c->rid);
@@ -368,7 +403,7 @@ void app_handle(struct fcgi_app *app, struct fcgi_exchange *x)
 	x->status = c.status;
 
 	uint64_t us = app_now_us() - t0;
-	metrics_request(app->metrics, c.match.route ? c.match.index : app->nroutes, c.status, us);
+	prom_request(app->metrics, c.match.route ? c.match.index : app->nroutes, c.status, us);
 	app_log(&c, us);
 
 	json_object_put(c.body);

@@ -212,23 +212,24 @@ bool auth_csrf_ok(const struct fcgi_request *r, const struct fcgi_identity *who)
 /* True if v can be a cookie value unquoted (RFC 6265 cookie-octets). */
 bool auth_cookie_safe(const char *v, size_t n);
 
-/* ---- shared metrics (metrics.c) ---- */
+/* ---- the /metrics counters (metrics.c): prefix prom_, so no second
+ * `struct metrics` next to the backtest results of evaluator/metrics.h ---- */
 
-#define METRICS_NSTATUS 22
-#define METRICS_NBUCKETS 14
+#define PROM_NSTATUS 22
+#define PROM_NBUCKETS 14
 
-struct metrics;
+struct prom;
 
 /* Map a region shared by every process forked afterwards, sized for nroutes. */
-struct metrics *metrics_new(size_t nroutes);
+struct prom *prom_new(size_t nroutes);
 /* Count one request: route index (nroutes = unmatched), status, duration. */
-void metrics_request(struct metrics *m, size_t route, int status, uint64_t duration_us);
-void metrics_worker_restart(struct metrics *m);
-void metrics_db_reconnect(struct metrics *m);
-void metrics_set_workers(struct metrics *m, long n);
+void prom_request(struct prom *m, size_t route, int status, uint64_t duration_us);
+void prom_worker_restart(struct prom *m);
+void prom_db_reconnect(struct prom *m);
+void prom_set_workers(struct prom *m, long n);
 /* Prometheus text exposition into b. */
-void metrics_render(const struct metrics *m, const struct fcgi_route *routes, size_t nroutes, struct buf *b);
-void metrics_free(struct metrics *m);
+void prom_render(const struct prom *m, const struct fcgi_route *routes, size_t nroutes, struct buf *b);
+void prom_free(struct prom *m);
 
 /* ---- the application (app.c) ---- */
 
@@ -237,7 +238,7 @@ struct fcgi_app {
 	const struct fcgi_route *routes;
 	size_t                   nroutes;
 	struct router           *router;
-	struct metrics          *metrics;
+	struct prom          *metrics;
 	struct auth_config       auth;
 	struct db               *db;         /* this worker's connection (NULL in tests) */
 	auth_lookup_fn           lookup;     /* token store */
@@ -267,6 +268,7 @@ struct fcgi_ctx {
 	const char          *ctype;
 	int                  status;
 	bool                 replied;
+	bool                 db_conflict; /* the reply is a DB_CONFLICT refusal (app_dispatch may run it again) */
 	char                 rid[REQUEST_ID_MAX + 1];
 };
 
@@ -290,7 +292,7 @@ struct fcgi_exchange {
 
 /* Initialise the parts of app that do not depend on the process. */
 bool app_init(struct fcgi_app *app, const struct config *cfg, const struct fcgi_route *routes, size_t nroutes,
-              struct metrics *metrics, const unsigned char key[SECRET_BYTES], struct buf *err);
+              struct prom *metrics, const unsigned char key[SECRET_BYTES], struct buf *err);
 /* Run one request through the pipeline; writes the response into x->out. */
 void app_handle(struct fcgi_app *app, struct fcgi_exchange *x);
 /* Release what app_init and the requests allocated. */
@@ -319,7 +321,7 @@ int sock_listen(const char *spec, struct buf *err);
 /* Run the master until SIGTERM/SIGINT; returns the exit status. */
 int pool_run(const struct pool_opts *o);
 /* A worker's life: accept and serve until told to stop; never returns. */
-void worker_main(int listen_fd, struct config *cfg, struct metrics *m, const unsigned char key[SECRET_BYTES],
+void worker_main(int listen_fd, struct config *cfg, struct prom *m, const unsigned char key[SECRET_BYTES],
                  int slot) __attribute__((noreturn));
 
 #endif

@@ -10,6 +10,9 @@
  *    token) or is an unrevoked API token. Both checks hash the presented text
  *    with the server key and compare 32-byte hashes with crypto_verify_32, so
  *    neither the length nor the content of a secret leaks through timing.
+ *  - ACCESS_PUBLIC_ADMIN_VIEW (GET /health) is public: it is judged as
+ *    ACCESS_ADMIN_OR_LOOPBACK, and any refusal (bad token, user role, token
+ *    store down) turns into an anonymous caller instead of an error.
  *  - Without a credential: public routes pass; if authentication is required
  *    (MANTIS_AUTH_TOKEN set or AGENTTEST_AUTH=required) the answer is 401;
  *    otherwise a loopback client (REMOTE_ADDR exactly 127.0.0.1 or ::1, as
@@ -125,6 +128,14 @@ enum auth_status auth_check(const struct auth_config *cfg, const struct fcgi_req
 	who->token_id = -1;
 	if (access == ACCESS_PUBLIC)
 		return AUTH_OK; /* credentials are not even looked at */
+	if (access == ACCESS_PUBLIC_ADMIN_VIEW) {
+		if (auth_check(cfg, r, ACCESS_ADMIN_OR_LOOPBACK, lookup, lookup_ctx, who, why) != AUTH_OK) {
+			memset(who, 0, sizeof *who); /* anonymous, as on ACCESS_PUBLIC */
+			who->user_id = -1;
+			who->token_id = -1;
+		}
+		return AUTH_OK;
+	}
 	who->via = auth_find(r, &tok, &len, &bad);
 	if (bad) {
 		*why = "unsupported Authorization header (use 'Bearer <token>')";

@@ -80,6 +80,11 @@ const char *fcgi_config(const struct fcgi_ctx *c, const char *key)
 	return config_get(c->app->cfg, key);
 }
 
+const unsigned char *fcgi_server_key(const struct fcgi_ctx *c)
+{
+	return c->app->auth.key;
+}
+
 struct fcgi_app *fcgi_ctx_app(struct fcgi_ctx *c)
 {
 	return c->app;
@@ -245,6 +250,14 @@ void fcgi_reply_db_error(struct fcgi_ctx *c, enum db_status st)
 	}
 	if (st == DB_DUPLICATE) {
 		fcgi_reply_error(c, 409, "conflict", "the resource already exists");
+		return;
+	}
+	if (st == DB_CONFLICT) {
+		log_msg(LOG_LVL_WARNING, "db_conflict", "request %s: %s", c->rid,
+		        c->app->db ? db_error(c->app->db) : "no database");
+		fcgi_reply_error(c, 503, "unavailable", "the request met concurrent work on the same rows; retry it");
+		fcgi_add_header(c, "Retry-After", "1");
+		c->db_conflict = true;
 		return;
 	}
 	log_msg(LOG_LVL_ERROR, "db_error", "request %s: %s", c->rid,

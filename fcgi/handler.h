@@ -54,6 +54,10 @@ enum fcgi_access {
 	ACCESS_ADMIN,              /* callers with the admin role */
 	ACCESS_ADMIN_OR_LOOPBACK,  /* admin, or a loopback client without a credential
 	                              even when authentication is required (/metrics) */
+	ACCESS_PUBLIC_ADMIN_VIEW,  /* public, but an admin (or a loopback client, as for
+	                              ACCESS_ADMIN_OR_LOOPBACK) is recognised: who.admin
+	                              is set; any other credential, valid or not, counts
+	                              as none (GET /health adds admin-only fields) */
 };
 
 /* What the request body must be. */
@@ -131,6 +135,9 @@ struct db *fcgi_db(struct fcgi_ctx *c);
 struct arena *fcgi_arena(struct fcgi_ctx *c);
 /* Configuration value of any key (see common/config.h). */
 const char *fcgi_config(const struct fcgi_ctx *c, const char *key);
+/* The server secret (AGENTTEST_SECRET_FILE, SECRET_BYTES bytes): the key of
+ * common/secret_store.h. Never log or copy it beyond one call. */
+const unsigned char *fcgi_server_key(const struct fcgi_ctx *c);
 
 /* ---- validators (each replies 400 naming the field and returns false) ---- */
 

@@ -9,14 +9,16 @@ BINS      += $(BINDIR)/agenttest-fcgi
 
 $(BUILD)/libfcgi.a: $(FCGI_OBJS)
 	@mkdir -p $(@D)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
-# The runs handlers (issue 5) use the evaluator (hashes, canonical JSON) and
-# from librunner.a only the wake-up datagram (notify.c) and the check
-# service's wire format (check_wire.c): the submission check is asked of the
-# runner. The pool never starts a sandbox, so libsandbox.a is not linked at
-# all (an accidental sbx_* reference fails the link).
-FCGI_EXTRA_LIBS := $(BUILD)/librunner.a $(BUILD)/libevaluator.a
+# The handlers use the evaluator (hashes, canonical JSON, engine config) and
+# common/ (which holds the contract shared with the runner: the wake-up
+# datagram notify.h, the check service's wire format check_wire.h, uuid.h).
+# No runner and no sandbox code is linked: the pool never starts a sandbox,
+# so an accidental rdb_*/job_*/sbx_* reference fails the link, and
+# `make boundaries` (run by stage 05-lint) refuses a runner or sandbox
+# header included from fcgi/ and librunner.a/libsandbox.a on this link line.
+FCGI_EXTRA_LIBS := $(BUILD)/libevaluator.a
 
 $(BINDIR)/agenttest-fcgi: $(FCGI_MAIN) $(BUILD)/libfcgi.a $(BUILD)/libcommon.a $(FCGI_EXTRA_LIBS)
 	@mkdir -p $(@D)

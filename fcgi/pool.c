@@ -50,7 +50,7 @@ struct slot {
 
 struct pool {
 	struct config  cfg;
-	struct metrics *metrics;
+	struct prom *metrics;
 	unsigned char  key[SECRET_BYTES];
 	int            fd;
 	char          *socket;
@@ -94,7 +94,7 @@ static void pool_reaped(struct pool *p, pid_t pid, int st)
 		s->pid = 0;
 		if (p->stopping)
 			return;
-		metrics_worker_restart(p->metrics);
+		prom_worker_restart(p->metrics);
 		long long lived = now - s->started_ms;
 		s->backoff_ms = lived >= WORKER_STABLE_MS ? 0
 		               : s->backoff_ms == 0 ? BACKOFF_MIN_MS
@@ -236,12 +236,12 @@ static bool pool_prepare(struct pool *p, const struct pool_opts *o, struct buf *
 	router_free(r);
 	if (!secret_load(p->cfg.secret_file, true, p->key, err))
 		return false;
-	p->metrics = metrics_new(fcgi_nroutes);
+	p->metrics = prom_new(fcgi_nroutes);
 	if (p->metrics == NULL) {
 		buf_printf(err, "cannot map the shared metrics region: %s", strerror(errno));
 		return false;
 	}
-	metrics_set_workers(p->metrics, p->n);
+	prom_set_workers(p->metrics, p->n);
 	p->fd = sock_listen(p->socket, err);
 	return p->fd >= 0;
 }
@@ -289,7 +289,7 @@ out:
 			unlink(p.socket);
 	}
 	sodium_memzero(p.key, sizeof p.key);
-	metrics_free(p.metrics);
+	prom_free(p.metrics);
 	free(p.slots);
 	free(p.socket);
 	if (p.cfg.database_url != NULL)

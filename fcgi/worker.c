@@ -45,7 +45,7 @@
 static volatile sig_atomic_t worker_stop;
 static int worker_listen_fd = -1;
 static FCGX_Request *worker_req;
-static struct metrics *worker_metrics;
+static struct prom *worker_metrics;
 
 /* SIGTERM: stop after the current request (runs only while idle, see above). */
 static void worker_on_term(int sig)
@@ -62,7 +62,7 @@ static void worker_on_term(int sig)
 /* Reconnect hook of the database layer. */
 static void worker_on_reconnect(void)
 {
-	metrics_db_reconnect(worker_metrics);
+	prom_db_reconnect(worker_metrics);
 	log_msg(LOG_LVL_INFO, "db_reconnect", "worker %d reconnected to the database", (int)getpid());
 }
 
@@ -143,7 +143,7 @@ static void worker_signals(void)
 	sigaction(SIGCHLD, &sa, NULL);
 }
 
-void worker_main(int listen_fd, struct config *cfg, struct metrics *m, const unsigned char key[SECRET_BYTES],
+void worker_main(int listen_fd, struct config *cfg, struct prom *m, const unsigned char key[SECRET_BYTES],
                  int slot)
 {
 	struct fcgi_app app;

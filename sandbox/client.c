@@ -60,12 +60,12 @@ int sbx_pipes_open(struct sbx_pipes *p)
 	return 0;
 }
 
-/* Set RLIMIT_CPU to the CPU limit (soft) and one second more (hard). */
-static void cpu_rlimit(double seconds)
+/* Set RLIMIT_CPU to the CPU limit (soft) and one second more (hard). false if setrlimit fails. */
+static bool cpu_rlimit(double seconds)
 {
 	rlim_t soft = (rlim_t)ceil(seconds);
 	struct rlimit rl = { soft, soft + 1 };
-	setrlimit(RLIMIT_CPU, &rl);
+	return setrlimit(RLIMIT_CPU, &rl) == 0;
 }
 
 /* In the forked host of a trusted run: wire fds 0-2 (and 4: shm) and exec the host. */
@@ -73,12 +73,14 @@ static void __attribute__((noreturn)) trusted_exec(int in, int out, int err, int
 {
 	char script[PATH_MAX + 32];
 	sbx_sig_child_reset(false);
-	setpgid(0, 0);
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	/* every step is checked: a host that would outlive its supervisor, escape
+	 * its process group or inherit a stray descriptor never starts */
+	if (setpgid(0, 0) != 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+		_exit(127);
 	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 || (shm > 2 && (dup2(shm, 4) < 0 || fcntl(4, F_SETFD, 0) < 0)))
 		_exit(127);
-	close_range(3, 3, 0);
-	close_range(shm > 2 ? 5 : 4, ~0u, 0);
+	if (close_range(3, 3, 0) != 0 || close_range(shm > 2 ? 5 : 4, ~0u, 0) != 0)
+		_exit(127);
 	int n = snprintf(script, sizeof script, "%s/agenttest_host", hostdir);
 	if (n < 0 || (size_t)n >= sizeof script)
 		_exit(127);
@@ -97,14 +99,16 @@ static void __attribute__((noreturn)) trusted_supervisor(struct sbx_pipes *p, co
 	memset(&v, 0, sizeof v);
 	sbx_sig_child_reset(true);
 	sbx_supervise_signals();
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+		_exit(3);
 	xclose(&p->in[1]);
 	xclose(&p->out[0]);
 	xclose(&p->log[0]);
 	xclose(&p->verdict[0]);
 	if (pipe2(rout, O_CLOEXEC) < 0 || pipe2(rerr, O_CLOEXEC) < 0)
 		_exit(3);
-	cpu_rlimit(l->cpu_seconds);
+	if (!cpu_rlimit(l->cpu_seconds))
+		_exit(3);
 	pid_t host = fork();
 	if (host < 0)
 		_exit(3);

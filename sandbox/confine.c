@@ -19,6 +19,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 #include <grp.h>
 
@@ -51,14 +52,35 @@ static bool set_limit(int res, rlim_t soft, rlim_t hard, char *err, size_t errle
 	return true;
 }
 
+/*
+ * RLIMIT_AS of a run. With a cgroup, the cgroup is the memory limit: an
+ * allocation the machine could hold must reach it, so that exceeding the
+ * limit ends in the cgroup's OOM kill (verdict ML, the sandbox's own
+ * observation) and never in a MemoryError inside the box, which the host
+ * could also raise at will and so cannot be taken as a verdict. The address
+ * space then only stops mappings larger than the machine (RAM + swap, at
+ * least 4 x the limit + 1 GiB). Without a cgroup it is the limit itself.
+ */
+static rlim_t as_limit(const struct sbx_final *f)
+{
+	const struct sbx_limits *l = &f->limits;
+	if (!f->has_cgroup)
+		return (rlim_t)l->memory_bytes + (128ull << 20);
+	rlim_t as = (rlim_t)l->memory_bytes * 4 + (1ull << 30);
+	struct sysinfo si;
+	if (sysinfo(&si) == 0) {
+		unsigned long long machine = ((unsigned long long)si.totalram + si.totalswap) * si.mem_unit;
+		if (machine > as)
+			as = (rlim_t)machine;
+	}
+	return as;
+}
+
 /* Address space, CPU, file size, files, processes, core, stack, memlock. */
 static bool limits(const struct sbx_final *f, char *err, size_t errlen)
 {
 	const struct sbx_limits *l = &f->limits;
-	/* with a cgroup the cgroup is the memory limit (verdict ML) and the
-	 * address space only stops absurd mappings; without one, it is the limit */
-	rlim_t as = f->has_cgroup ? (rlim_t)l->memory_bytes * 4 + (1ull << 30)
-	                          : (rlim_t)l->memory_bytes + (128ull << 20);
+	rlim_t as = as_limit(f);
 	rlim_t cpu = (rlim_t)ceil(l->cpu_seconds);
 	rlim_t fsize = f->writable ? (rlim_t)l->output_bytes : 0;
 	return set_limit(RLIMIT_AS, as, as, err, errlen, "AS") &&
@@ -108,8 +130,13 @@ static bool place_fd(int fd, int target, char *err, size_t errlen)
 	return true;
 }
 
-/* Close every descriptor >= 3 except keep_a, keep_b and keep_c (-1: none). */
-static void close_others(int keep_a, int keep_b, int keep_c)
+/*
+ * Close every descriptor >= 3 except keep_a, keep_b and keep_c (-1: none).
+ * false with a message if close_range fails: the zygote path never execs,
+ * so O_CLOEXEC is no backstop and a leaked descriptor would reach the
+ * strategy; the caller then aborts the setup.
+ */
+static bool close_others(int keep_a, int keep_b, int keep_c, char *err, size_t errlen)
 {
 	int k[3] = { keep_a, keep_b, keep_c }, next = 3;
 	for (int i = 0; i < 3; i++)  /* sort the three */
@@ -122,11 +149,15 @@ static void close_others(int keep_a, int keep_b, int keep_c)
 	for (int i = 0; i < 3; i++) {
 		if (k[i] < next)
 			continue;
-		if (k[i] > next)
-			close_range((unsigned)next, (unsigned)k[i] - 1, 0);
+		if (k[i] > next && close_range((unsigned)next, (unsigned)k[i] - 1, 0) != 0)
+			goto fail;
 		next = k[i] + 1;
 	}
-	close_range((unsigned)next, ~0u, 0);
+	if (close_range((unsigned)next, ~0u, 0) == 0)
+		return true;
+fail:
+	snprintf(err, errlen, "close_range: %s", strerror(errno));
+	return false;
 }
 
 /* Descriptors: in/out/err become 0/1/2; only sync and ack stay besides. */
@@ -144,7 +175,8 @@ static bool descriptors(const struct sbx_final *f, char *err, size_t errlen)
 	if (!place_fd(in, 0, err, errlen) || !place_fd(out, 1, err, errlen) ||
 	    !place_fd(er, 2, err, errlen))
 		return false;
-	close_others(f->sync_fd, f->ack_fd, f->keep_fd > 3 ? f->keep_fd : -1);
+	if (!close_others(f->sync_fd, f->ack_fd, f->keep_fd > 3 ? f->keep_fd : -1, err, errlen))
+		return false;
 	if (f->keep_fd > 3 && fcntl(f->keep_fd, F_SETFD, 0) < 0) {
 		snprintf(err, errlen, "keep fd %d: %s", f->keep_fd, strerror(errno));
 		return false;

@@ -114,11 +114,13 @@ int sbx_helper_start(const struct sbx_spec *spec, struct sbx_run *run, char *err
 		/* the helper (and through its own death signal, the run) dies with
 		 * the calling thread: no orphaned runs after a runner crash */
 		sbx_sig_child_reset(true);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+			_exit(2);
 		if (dup2(p.in[0], 0) < 0 || dup2(p.out[1], 1) < 0 || dup2(p.log[1], 2) < 0 ||
 		    dup2(p.verdict[1], 3) < 0 || (shm >= 0 && dup2(shm, 4) < 0))
 			_exit(2);
-		close_range(shm >= 0 ? 5 : 4, ~0u, 0);
+		if (close_range(shm >= 0 ? 5 : 4, ~0u, 0) != 0)
+			_exit(2);
 		char *const envp[] = { NULL };
 		execve(helper, argv, envp);
 		_exit(2);

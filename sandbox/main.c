@@ -57,6 +57,7 @@ static void __attribute__((noreturn)) usage(int status)
 	        "options: --box=N --cpu=SEC --wall=SEC --mem=BYTES[KMG] --procs=N --files=N\n"
 	        "         --output=BYTES[KMG] --bind=PATH --workdir=PATH --tmp=BYTES[KMG]\n"
 	        "         --env=K=V --meta=FILE --meta-fd=N --no-cgroup --netns=fresh|shared\n"
+	        "         --profile=strategy|agent (agent: own netns with loopback, processes, exec, sockets, JIT)\n"
 	        "         --seccomp-log --shm-fd=N (keep fd N open in the program: the stream memfd)\n"
 	        "see agenttest-sandbox(1)\n");
 	exit(status);
@@ -125,7 +126,7 @@ int main(int argc, char **argv)
 {
 	enum { O_BOX = 256, O_CPU, O_WALL, O_MEM, O_PROCS, O_FILES, O_OUTPUT, O_BIND,
 	       O_WORKDIR, O_TMP, O_ENV, O_META, O_METAFD, O_NOCG, O_SLOG, O_ZYGOTE, O_CTL, O_NETNS,
-	       O_SHMFD, O_HELP, O_VERSION };
+	       O_SHMFD, O_PROFILE, O_HELP, O_VERSION };
 	static const struct option longopts[] = {
 		{ "box", 1, NULL, O_BOX }, { "cpu", 1, NULL, O_CPU }, { "wall", 1, NULL, O_WALL },
 		{ "mem", 1, NULL, O_MEM }, { "procs", 1, NULL, O_PROCS }, { "files", 1, NULL, O_FILES },
@@ -134,6 +135,7 @@ int main(int argc, char **argv)
 		{ "meta", 1, NULL, O_META }, { "meta-fd", 1, NULL, O_METAFD },
 		{ "no-cgroup", 0, NULL, O_NOCG }, { "netns", 1, NULL, O_NETNS }, { "seccomp-log", 0, NULL, O_SLOG },
 		{ "zygote", 0, NULL, O_ZYGOTE }, { "ctl-fd", 1, NULL, O_CTL }, { "shm-fd", 1, NULL, O_SHMFD },
+		{ "profile", 1, NULL, O_PROFILE },
 		{ "help", 0, NULL, O_HELP }, { "version", 0, NULL, O_VERSION },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -185,6 +187,11 @@ int main(int argc, char **argv)
 			o.fresh_netns = strcmp(optarg, "fresh") == 0;
 			break;
 		case O_SLOG: o.seccomp_log = true; break;
+		case O_PROFILE:
+			if (strcmp(optarg, "strategy") != 0 && strcmp(optarg, "agent") != 0)
+				die("bad value for --profile: %s (strategy or agent)", optarg);
+			o.agent = strcmp(optarg, "agent") == 0;
+			break;
 		case O_ZYGOTE: zygote = true; break;
 		case O_CTL: ctl_fd = (int)parse_count(optarg, 3, 1024, "ctl-fd"); break;
 		case O_SHMFD: /* a descriptor the program keeps at the same number */
@@ -204,6 +211,8 @@ int main(int argc, char **argv)
 	if (geteuid() != 0)
 		die("must run as root (namespaces, cgroups, mounts, uid change)");
 	sbx_supervise_signals();
+	if (zygote && o.agent)
+		die("--profile=agent is for one-shot runs only");
 	if (zygote) {
 		if (ctl_fd < 0 || optind != argc)
 			usage(2);

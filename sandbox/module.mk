@@ -10,7 +10,7 @@ BINS         += $(BINDIR)/agenttest-sandbox
 
 $(BUILD)/libsandbox.a: $(SBX_OBJS)
 	@mkdir -p $(@D)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
 # The helper runs as root: it links only what it needs.
 $(BINDIR)/agenttest-sandbox: $(SBX_MAIN_OBJS) $(BUILD)/libsandbox.a $(BUILD)/libcommon.a

@@ -11,11 +11,15 @@
  * with EACCES, everything else as a violation), so abstract unix sockets
  * and loopback traffic cannot be reached. Zygote runs share their
  * zygote's namespace for the same reason. `--netns=fresh` asks for a
- * namespace of the run's own.
+ * namespace of the run's own. The agent profile (--profile=agent) always
+ * gets a fresh one and brings its loopback up: the in-box relay of an LLM
+ * agent listens there (docs/agents.md); nothing else is in it.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/nsfs.h>
+#include <net/if.h>
+#include <sys/socket.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -85,6 +89,22 @@ static int create_pinned(void)
 	close(pfd[1]);
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
+	return rc;
+}
+
+int sbx_netns_loopback_up(void)
+{
+	struct ifreq ifr;
+	int rc = -1, s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -1;
+	memset(&ifr, 0, sizeof ifr);
+	memcpy(ifr.ifr_name, "lo", 3);
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
+		ifr.ifr_flags |= IFF_UP;
+		rc = ioctl(s, SIOCSIFFLAGS, &ifr);
+	}
+	close(s);
 	return rc;
 }
 

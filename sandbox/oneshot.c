@@ -82,6 +82,8 @@ static void __attribute__((noreturn)) child(const struct sbx_oneshot *o, int net
 	sbx_sig_child_reset(false);
 	if (netfd >= 0 && setns(netfd, CLONE_NEWNET) < 0)
 		sbx_child_die(sync_w, "joining the shared network namespace: %s", strerror(errno));
+	if (o->agent && sbx_netns_loopback_up() < 0)
+		sbx_child_die(sync_w, "bringing the box's loopback up: %s", strerror(errno));
 	/* the file system first: it overlaps with the parent moving us into
 	 * the cgroup (a v1 migration waits for an RCU grace period) */
 	if (!sbx_root_enter(&o->root, err, sizeof err))
@@ -140,7 +142,8 @@ static void close2(int *p)
 int sbx_oneshot_run(struct sbx_oneshot *o, struct sbx_verdict *v, char *err, size_t errlen)
 {
 	struct sbx_bpf bpf;
-	struct sbx_policy_opts po = { .writable = o->root.workdir != NULL || o->root.tmp_bytes, .notify = true };
+	struct sbx_policy_opts po = { .writable = o->root.workdir != NULL || o->root.tmp_bytes, .notify = true,
+		.agent = o->agent };
 	int sync[2] = { -1, -1 }, ack[2] = { -1, -1 }, rout[2] = { -1, -1 }, rerr[2] = { -1, -1 };
 	int rc = -1, cgfd = -1, listener = -1, netfd = -1;
 	struct sbx_cgroup *cg = NULL;
@@ -158,8 +161,8 @@ int sbx_oneshot_run(struct sbx_oneshot *o, struct sbx_verdict *v, char *err, siz
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		goto out;
 	}
-	netfd = o->fresh_netns ? -1 : sbx_netns_shared();
-	if (netfd < 0 && !o->fresh_netns)
+	netfd = o->fresh_netns || o->agent ? -1 : sbx_netns_shared();
+	if (netfd < 0 && !o->fresh_netns && !o->agent)
 		sbx_note(v->warnings, sizeof v->warnings, "no shared network namespace: a fresh one");
 	pid = clone_box(cgfd, netfd < 0);
 	if (pid < 0 && cgfd >= 0) {   /* older kernel: no CLONE_INTO_CGROUP */
@@ -195,7 +198,7 @@ int sbx_oneshot_run(struct sbx_oneshot *o, struct sbx_verdict *v, char *err, siz
 		goto kill;
 	struct sbx_watch w = {
 		.pid = pid, .out_in = rout[0], .out_to = o->out_fd, .err_in = rerr[0],
-		.err_to = o->err_fd, .notify_fd = listener, .allow_exec = true,
+		.err_to = o->err_fd, .notify_fd = listener, .allow_exec = !o->agent,
 		.log_only = o->seccomp_log, .cg = cg, .limits = o->limits,
 	};
 	rout[0] = rerr[0] = -1;

@@ -214,9 +214,104 @@ static void fd_rules(scmp_filter_ctx ctx, bool *ok)
 #define NS_FLAGS (CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | \
                   CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME)
 
+static void open_rules(scmp_filter_ctx ctx, bool *ok, const struct sbx_policy_opts *o);
+static void ioctl_prctl_rules(scmp_filter_ctx ctx, bool *ok);
+
+/* Socket calls of the agent profile (the box's own network namespace has
+ * nothing but loopback, where only the relay listens). */
+static const char *const agent_net[] = {
+	"bind", "listen", "accept", "accept4", "connect", "getsockname", "getpeername",
+	"setsockopt", "getsockopt", "sendto", "recvfrom", "sendmsg", "recvmsg", "sendmmsg",
+	"recvmmsg", "shutdown", NULL,
+};
+
+/*
+ * The agent profile (--profile=agent: an LLM agent's CLI, which is node
+ * with a JIT and runs shell commands). On top of the strategy rules it
+ * allows, and only it: new processes (fork, vfork, clone without namespace
+ * flags) and execve/execveat (the box is still one PID namespace and one
+ * cgroup, everything dies with it); kill/setpgid/setsid inside the PID
+ * namespace; sockets of the families AF_UNIX, AF_INET and AF_INET6 (the box
+ * has its own network namespace with only loopback up: the relay on
+ * 127.0.0.1 is the one way out, and abstract unix sockets are per
+ * namespace), other families fail with EAFNOSUPPORT; writable+executable
+ * anonymous memory and mprotect to PROT_EXEC (V8's JIT; files written in
+ * the workspace still cannot be mapped executable: the mount is noexec);
+ * pkey_alloc fails with ENOSYS (V8 then does without memory keys);
+ * futex without the private flag and capget (node's threads and libuv);
+ * get_mempolicy/set_mempolicy and inotify fail with ENOSYS (node falls
+ * back; inotify would report other boxes' opens of the shared root).
+ * Residual channel: a shared futex on a page of the read-only root is
+ * keyed by the file, so two agent boxes could signal each other through
+ * it (the strategy profile refuses that); agents are the owner's own code
+ * generator, not adversaries of each other's runs, and hold no holdout.
+ */
+static void agent_rules(scmp_filter_ctx ctx, bool *ok)
+{
+	for (int i = 0; agent_net[i]; i++)
+		rule(ctx, ok, SCMP_ACT_ALLOW, agent_net[i], 0, NULL);
+	static const char *const procs[] = { "fork", "vfork", "execve", "execveat", "kill", "setpgid",
+		"setsid", "mprotect", NULL };
+	for (int i = 0; procs[i]; i++)
+		rule(ctx, ok, SCMP_ACT_ALLOW, procs[i], 0, NULL);
+	struct scmp_arg_cmp no_ns = SCMP_A0(SCMP_CMP_MASKED_EQ, NS_FLAGS, 0);
+	rule(ctx, ok, SCMP_ACT_ALLOW, "clone", 1, &no_ns);
+	rule(ctx, ok, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL);
+	const uint32_t kind = MAP_ANONYMOUS | MAP_TYPE;
+	struct scmp_arg_cmp anon = SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS, MAP_ANONYMOUS);
+	rule(ctx, ok, SCMP_ACT_ALLOW, "mmap", 1, &anon);
+	struct scmp_arg_cmp priv = SCMP_A3(SCMP_CMP_MASKED_EQ, kind, MAP_PRIVATE);
+	rule(ctx, ok, SCMP_ACT_ALLOW, "mmap", 1, &priv);
+	struct scmp_arg_cmp shared_file = SCMP_A3(SCMP_CMP_MASKED_EQ, kind, MAP_SHARED);
+	rule(ctx, ok, SCMP_ACT_ERRNO(EACCES), "mmap", 1, &shared_file);
+	struct scmp_arg_cmp validate = SCMP_A3(SCMP_CMP_MASKED_EQ, kind, MAP_SHARED_VALIDATE);
+	rule(ctx, ok, SCMP_ACT_ERRNO(EACCES), "mmap", 1, &validate);
+	rule(ctx, ok, SCMP_ACT_ERRNO(ENOSYS), "pkey_alloc", 0, NULL);
+	/* node: shared futexes, NUMA policy, capability queries, file watches */
+	rule(ctx, ok, SCMP_ACT_ALLOW, "futex", 0, NULL);
+	rule(ctx, ok, SCMP_ACT_ALLOW, "capget", 0, NULL);
+	static const char *const nosys[] = { "get_mempolicy", "set_mempolicy", "inotify_init",
+		"inotify_init1", NULL };
+	for (int i = 0; nosys[i]; i++)
+		rule(ctx, ok, SCMP_ACT_ERRNO(ENOSYS), nosys[i], 0, NULL);
+	/* what shell tools (coreutils, bash, curl, git) call besides: timers
+	 * are allowed; extended attributes read as unsupported; ownership and
+	 * scheduling changes fail with EPERM */
+	static const char *const tools[] = { "alarm", "setitimer", "getitimer", "timer_create",
+		"timer_settime", "timer_gettime", "timer_getoverrun", "timer_delete", "getcpu",
+		"ioprio_get", NULL };
+	for (int i = 0; tools[i]; i++)
+		rule(ctx, ok, SCMP_ACT_ALLOW, tools[i], 0, NULL);
+	static const char *const xattr[] = { "getxattr", "lgetxattr", "fgetxattr", "listxattr",
+		"llistxattr", "flistxattr", "setxattr", "lsetxattr", "fsetxattr", "removexattr",
+		"lremovexattr", "fremovexattr", NULL };
+	for (int i = 0; xattr[i]; i++)
+		rule(ctx, ok, SCMP_ACT_ERRNO(ENOTSUP), xattr[i], 0, NULL);
+	static const char *const eperm[] = { "chown", "fchown", "lchown", "fchownat",
+		"sched_setscheduler", "sched_setparam", "ioprio_set", "mknod", "mknodat", NULL };
+	for (int i = 0; eperm[i]; i++)
+		rule(ctx, ok, SCMP_ACT_ERRNO(EPERM), eperm[i], 0, NULL);
+	static const int fams[] = { AF_UNIX, AF_INET, AF_INET6 };
+	for (int i = 0; i < 3; i++) {
+		struct scmp_arg_cmp f = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fams[i]);
+		rule(ctx, ok, SCMP_ACT_ALLOW, "socket", 1, &f);
+	}
+	struct scmp_arg_cmp unix_fam = SCMP_A0(SCMP_CMP_EQ, AF_UNIX);
+	rule(ctx, ok, SCMP_ACT_ALLOW, "socketpair", 1, &unix_fam);
+	arg_range(ctx, ok, "socket", 0, AF_UNIX + 1, AF_INET - 1, SCMP_ACT_ERRNO(EAFNOSUPPORT));
+	arg_range(ctx, ok, "socket", 0, AF_INET + 1, AF_INET6 - 1, SCMP_ACT_ERRNO(EAFNOSUPPORT));
+	arg_range(ctx, ok, "socket", 0, AF_INET6 + 1, AF_MAX, SCMP_ACT_ERRNO(EAFNOSUPPORT));
+}
+
 /* The argument-filtered rules. */
 static void arg_rules(scmp_filter_ctx ctx, bool *ok, const struct sbx_policy_opts *o)
 {
+	if (o->agent) {
+		agent_rules(ctx, ok);
+		open_rules(ctx, ok, o);
+		ioctl_prctl_rules(ctx, ok);
+		return;
+	}
 	/* No new executable memory after the exec: mprotect never adds
 	 * PROT_EXEC; mmap may map executable only from a file (the dynamic
 	 * loader mapping an extension module) and never writable+executable.
@@ -256,7 +351,19 @@ static void arg_rules(scmp_filter_ctx ctx, bool *ok, const struct sbx_policy_opt
 	rule(ctx, ok, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL);
 	rule(ctx, ok, SCMP_ACT_ERRNO(EPERM), "fork", 0, NULL);
 	rule(ctx, ok, SCMP_ACT_ERRNO(EPERM), "vfork", 0, NULL);
-	/* opening: read-only unless a writable work dir exists */
+	open_rules(ctx, ok, o);
+	/* sockets: a local (AF_UNIX) one fails with EACCES, because glibc's
+	 * NSS tries the nscd socket when code looks up the box uid; every
+	 * other family is a violation (default action) */
+	struct scmp_arg_cmp unix_fam = SCMP_A0(SCMP_CMP_EQ, AF_UNIX);
+	rule(ctx, ok, SCMP_ACT_ERRNO(EACCES), "socket", 1, &unix_fam);
+	rule(ctx, ok, SCMP_ACT_ERRNO(EACCES), "socketpair", 1, &unix_fam);
+	ioctl_prctl_rules(ctx, ok);
+}
+
+/* Opening files: read-only unless a writable work dir exists. */
+static void open_rules(scmp_filter_ctx ctx, bool *ok, const struct sbx_policy_opts *o)
+{
 	if (o->writable) {
 		rule(ctx, ok, SCMP_ACT_ALLOW, "open", 0, NULL);
 		rule(ctx, ok, SCMP_ACT_ALLOW, "openat", 0, NULL);
@@ -287,12 +394,11 @@ static void arg_rules(scmp_filter_ctx ctx, bool *ok, const struct sbx_policy_opt
 			rule(ctx, ok, SCMP_ACT_ERRNO(EROFS), fs_write[i], 0, NULL);
 	}
 	rule(ctx, ok, SCMP_ACT_ERRNO(ENOSYS), "openat2", 0, NULL);
-	/* sockets: a local (AF_UNIX) one fails with EACCES, because glibc's
-	 * NSS tries the nscd socket when code looks up the box uid; every
-	 * other family is a violation (default action) */
-	struct scmp_arg_cmp unix_fam = SCMP_A0(SCMP_CMP_EQ, AF_UNIX);
-	rule(ctx, ok, SCMP_ACT_ERRNO(EACCES), "socket", 1, &unix_fam);
-	rule(ctx, ok, SCMP_ACT_ERRNO(EACCES), "socketpair", 1, &unix_fam);
+}
+
+/* ioctl, prctl, descriptor and prlimit rules (both profiles). */
+static void ioctl_prctl_rules(scmp_filter_ctx ctx, bool *ok)
+{
 	/* ioctl: terminal queries and fd flags; every other request ENOTTY */
 	static const struct val_act ioc[] = {
 		{ TCGETS, OK_ }, { TIOCGWINSZ, OK_ }, { FIONREAD, OK_ }, { FIONBIO, OK_ },
@@ -377,8 +483,8 @@ static int cache_path(const struct sbx_policy_opts *o, bool notify, char *out, s
 	struct stat st;
 	if (stat("/proc/self/exe", &st) < 0)
 		return -1;
-	int n = snprintf(out, len, "%s/policy-%d%d-%lx-%lx-%lx.bpf", SBX_POLICY_CACHE_DIR,
-	                 o->writable ? 1 : 0, notify ? 1 : 0, (unsigned long)st.st_ino,
+	int n = snprintf(out, len, "%s/policy-%d%d%d-%lx-%lx-%lx.bpf", SBX_POLICY_CACHE_DIR,
+	                 o->writable ? 1 : 0, notify ? 1 : 0, o->agent ? 1 : 0, (unsigned long)st.st_ino,
 	                 (unsigned long)st.st_size, (unsigned long)st.st_mtime);
 	return (n < 0 || (size_t)n >= len) ? -1 : 0;
 }

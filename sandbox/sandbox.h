@@ -96,7 +96,7 @@ struct sbx_spec {
 	const char *const *ro_binds;    /* optional NULL-terminated extra read-only paths */
 	uint32_t          box_id;       /* distinct per concurrent run: selects uid/gid and cgroup */
 	int               shm_fd;       /* > 2: handed to the host as its fd 4 (the lockstep
-	                                   stream's memfd, evaluator/stream.c), in every
+	                                   stream's memfd, evaluator/runner/drive/stream.c), in every
 	                                   mode including the zygote; 0: none */
 };
 

@@ -31,6 +31,7 @@
 struct sbx_policy_opts {
 	bool writable;  /* a read-write work dir exists: allow opening for writing */
 	bool notify;    /* report violations to a supervisor (else kill in-kernel) */
+	bool agent;     /* the agent profile (--profile=agent, see policy.c) */
 };
 
 /* A compiled filter. */

@@ -104,6 +104,9 @@ void sbx_supervise_reset_cancel(void);
 /* An fd of the persistent empty network namespace (created on first use),
  * or -1. */
 int sbx_netns_shared(void);
+/* Bring the loopback device of the current network namespace up (needs
+ * CAP_NET_ADMIN in it: call before dropping privileges). 0 or -1. */
+int sbx_netns_loopback_up(void);
 
 /* ---- cgroups (cgroup.c) ------------------------------------------------- */
 /* Create the per-run cgroup of box_id with the given limits. Returns NULL

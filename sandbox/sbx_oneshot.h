@@ -19,6 +19,7 @@ struct sbx_oneshot {
 	bool no_cgroup;         /* rlimits only (tests, or no cgroup wanted) */
 	bool seccomp_log;       /* debug: log violations and let them run */
 	bool fresh_netns;       /* a network namespace of its own (slower) */
+	bool agent;             /* --profile=agent: own netns with loopback up, agent policy */
 	int  keep_fd;           /* > 3: stays open at that number in the program (--shm-fd) */
 };
 

@@ -59,6 +59,12 @@ int sbx_zygote_init(void);
  * cgroup and mounted /proc, see sbx_zygote_unconfined), -errno on failure.
  * Never returns in a child whose confinement failed. */
 int sbx_zygote_spawn(const void *msg, size_t len, const int *fds, int nfds);
+/* Most descriptors one spawn order carries (SBX_ZSPAWN_FDS + shm + 3 cgroups). */
+#define SBX_ZSERVE_MAX_FDS 12
+/* In the Python zygote: serve spawn orders on ctl (answering each with the
+ * int32 pid or -errno) until EOF. Returns 0 in a spawned child (as
+ * sbx_zygote_spawn), 1 at EOF, -1 on an error of ctl. */
+int sbx_zygote_serve(int ctl);
 /* In a child sbx_zygote_spawn returned 0 to: 1 if it is a warm child not
  * confined yet (only the zygote's own code may run before
  * sbx_zygote_confine), else 0. */

@@ -384,6 +384,15 @@ static void drain(struct sup *s)
 	}
 }
 
+/* Make fd non-blocking; true for fd < 0 (no relay). false if fcntl fails. */
+static bool set_nonblock(int fd)
+{
+	if (fd < 0)
+		return true;
+	int fl = fcntl(fd, F_GETFL);
+	return fl >= 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0;
+}
+
 int sbx_supervise(struct sbx_watch *w, struct sbx_verdict *v)
 {
 	static struct sup s; /* one supervised run per process; big relay buffers */
@@ -397,12 +406,10 @@ int sbx_supervise(struct sbx_watch *w, struct sbx_verdict *v)
 	v->limits = w->limits;
 	s.rel[0].in = w->out_in; s.rel[0].to = w->out_to;
 	s.rel[1].in = w->err_in; s.rel[1].to = w->err_to;
-	for (int i = 0; i < 2; i++) {
-		if (s.rel[i].in >= 0)
-			fcntl(s.rel[i].in, F_SETFL, fcntl(s.rel[i].in, F_GETFL) | O_NONBLOCK);
-		if (s.rel[i].to >= 0)
-			fcntl(s.rel[i].to, F_SETFL, fcntl(s.rel[i].to, F_GETFL) | O_NONBLOCK);
-	}
+	/* a relay left blocking could stall the loop (and every limit): fail closed */
+	for (int i = 0; i < 2; i++)
+		if (!set_nonblock(s.rel[i].in) || !set_nonblock(s.rel[i].to))
+			kill_run(&s, KR_INTERNAL);
 	if (w->notify_fd >= 0 && seccomp_notify_alloc(&s.req, &s.resp) != 0) {
 		s.req = NULL;
 		s.resp = NULL;

@@ -114,11 +114,12 @@ static int zspawn(struct zhelper *z, char *err, size_t errlen)
 	}
 	if (pid == 0) {
 		sbx_sig_child_reset(true);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		int devnull = open("/dev/null", O_RDWR);
-		if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(sp[1], 3) < 0)
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
 			_exit(2);
-		close_range(4, ~0u, 0);
+		int devnull = open("/dev/null", O_RDWR);
+		if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(sp[1], 3) < 0 ||
+		    close_range(4, ~0u, 0) != 0)
+			_exit(2);
 		char *argv[] = { helper, (char *)"--zygote", (char *)"--ctl-fd=3", bind, NULL };
 		char *envp[5];
 		int k = 0;

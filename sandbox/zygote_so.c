@@ -208,3 +208,57 @@ __attribute__((visibility("default"))) int sbx_zygote_spawn(const void *msg, siz
 		child_confine();
 	return 0;
 }
+
+/* Close the n descriptors of fds. */
+static void close_fds(const int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+/*
+ * The zygote's order loop, in C so that the zygote runs no Python code
+ * between two spawns: whatever the parent writes while a child shares its
+ * pages is copied (a fault in the parent), and a Python loop writes to
+ * many objects per iteration. Reads spawn orders (with their descriptors)
+ * on ctl, spawns each (sbx_zygote_spawn), closes the order's descriptors in
+ * the zygote and answers with the int32 pid or -errno. Returns 0 in a
+ * spawned child (exactly as sbx_zygote_spawn does), 1 when ctl reaches
+ * EOF, -1 on a read or write error on ctl.
+ */
+__attribute__((visibility("default"))) int sbx_zygote_serve(int ctl)
+{
+	for (;;) {
+		char msg[256];
+		union { char b[CMSG_SPACE(sizeof(int) * SBX_ZSERVE_MAX_FDS)]; struct cmsghdr align; } cbuf;
+		struct iovec iov = { msg, sizeof msg };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.b,
+		                     .msg_controllen = sizeof cbuf.b };
+		int fds[SBX_ZSERVE_MAX_FDS], nfds = 0;
+		ssize_t n;
+		do
+			n = recvmsg(ctl, &mh, MSG_CMSG_CLOEXEC);
+		while (n < 0 && errno == EINTR);
+		if (n == 0)
+			return 1;
+		if (n < 0)
+			return -1;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+				for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++)
+					if (nfds < SBX_ZSERVE_MAX_FDS)
+						memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+		/* a cut message or descriptor list is refused (spawn checks lengths) */
+		int32_t pid = (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ? -EINVAL
+		              : sbx_zygote_spawn(msg, (size_t)n, fds, nfds);
+		if (pid == 0)
+			return 0;
+		close_fds(fds, nfds);
+		ssize_t w;
+		do
+			w = send(ctl, &pid, sizeof pid, MSG_NOSIGNAL);
+		while (w < 0 && errno == EINTR);
+		if (w != (ssize_t)sizeof pid)
+			return -1;
+	}
+}

@@ -203,15 +203,14 @@ static int start_zygote(struct zsup *z, const struct sbx_root_opts *root_in, cha
 	if (pid == 0) {
 		char e[256] = "";
 		sbx_sig_child_reset(false);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-		if (!sbx_root_enter(&root, e, sizeof e) || devnull < 0 || sethostname("box", 3) < 0 ||
-		    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || dup2(devnull, 0) < 0 ||
-		    dup2(devnull, 1) < 0 || dup2(sp[1], 3) < 0) {
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || !sbx_root_enter(&root, e, sizeof e) || devnull < 0 ||
+		    sethostname("box", 3) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+		    dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(sp[1], 3) < 0 ||
+		    close_range(4, ~0u, 0) != 0) {
 			fprintf(stderr, "agenttest-sandbox: zygote setup: %s\n", e[0] ? e : strerror(errno));
 			_exit(2);
 		}
-		close_range(4, ~0u, 0);
 		char *argv[] = { (char *)SBX_PYTHON, (char *)"-E", (char *)"-s", (char *)"-B", script,
 		                 (char *)SBX_BOX_ZYGOTE_SO, (char *)(uintptr_t)box_host,
 		                 (char *)(uintptr_t)preload, NULL };
@@ -468,7 +467,11 @@ int sbx_zygote_main(int ctl_fd, const struct sbx_root_opts *root, bool no_cgroup
 	struct zsup z = { .zpid = -1, .zsock = -1, .seccomp_log = seccomp_log, .no_cgroup = no_cgroup,
 	                  .w = { .pid = -1, .sync_r = -1, .ack_w = -1, .rout_r = -1, .rerr_r = -1 } };
 	char err[256] = "";
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
+		/* without it the zygote supervisor could outlive the runner */
+		fprintf(stderr, "agenttest-sandbox: PR_SET_PDEATHSIG: %s\n", strerror(errno));
+		return 2;
+	}
 	if (start_zygote(&z, root, err, sizeof err) < 0) {
 		fprintf(stderr, "agenttest-sandbox: %s\n", err);
 		return 2;

@@ -13,7 +13,7 @@ PACKAGES=(
   # strategy host (runs inside the sandbox)
   python3 python3-numpy python3-pandas python3-scipy python3-sklearn
   # tests and benchmarks
-  python3-pytest python3-requests wrk bubblewrap hyperfine curl procps iproute2
+  python3-pytest python3-pytest-xdist python3-requests wrk bubblewrap hyperfine curl procps iproute2
   chromium nodejs
 )
 
@@ -45,7 +45,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 if [ -f "$here/package-lock.json" ]; then
   stamp="$here/node_modules/.deps-stamp"
   if [ ! -f "$stamp" ] || [ "$here/package-lock.json" -nt "$stamp" ] ||
-     [ ! -f "$here/static/vendor/uPlot.iife.min.js" ]; then
+     [ ! -f "$here/static/vendor/uPlot.iife.min.js" ] || [ ! -f "$here/static/vendor/codemirror.js" ]; then
     (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
     touch "$stamp"
   fi

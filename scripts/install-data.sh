@@ -103,6 +103,9 @@ install -d "$DESTDIR$LIBDIR/systemd/system" "$DESTDIR$LIBDIR/sysusers.d" "$DESTD
 render_unit "$REPO/systemd/agenttest-fcgi.service.in" "$DESTDIR$LIBDIR/systemd/system/agenttest-fcgi.service"
 if [ -x "$DESTDIR$BINDIR/agenttest-runner" ]; then
   render_unit "$REPO/systemd/agenttest-runner.service.in" "$DESTDIR$LIBDIR/systemd/system/agenttest-runner.service"
+  # the market-data refresh (docs/market-data.md): queues prefetch jobs for the runner
+  render_unit "$REPO/systemd/agenttest-prefetch.service.in" "$DESTDIR$LIBDIR/systemd/system/agenttest-prefetch.service"
+  install -m 0644 "$REPO/systemd/agenttest-prefetch.timer" "$DESTDIR$LIBDIR/systemd/system/agenttest-prefetch.timer"
 fi
 install -m 0644 "$REPO/systemd/agenttest.sysusers" "$DESTDIR$LIBDIR/sysusers.d/agenttest.conf"
 install -m 0644 "$REPO/systemd/agenttest.tmpfiles" "$DESTDIR$LIBDIR/tmpfiles.d/agenttest.conf"

@@ -1,17 +1,26 @@
 /*
  * ch_eval_binary: ETH-1H-BINARY. Labels close[t+h] > close[t]; score is
  * column 0 (p_up); ROC-AUC per window of embedding rows from 560 every 4000;
- * mean_auc over holdout windows.
+ * mean_auc over holdout windows. The walk itself is ch_walk's.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "xalloc.h"
-#include "evaluator/challenges/ch_internal.h"
+#include "evaluator/challenges/ch_walk.h"
 
 #define BIN_FIRST 560    /* min_train 500 + lag 60 */
 #define BIN_STEP 4000
 #define BIN_MIN_STRICT 200
+
+/* The scorer's samples: embedding rows 0..n_usable, label lab[warmup + i]. */
+struct bin_ctx {
+	int32_t *lab;
+	long n_usable;
+	double *sc;             /* one window's scores and labels (scratch) */
+	unsigned char *y;
+};
 
 /* sklearn's message for non-finite scores (inf_msg names the dtype), or NULL. */
 static const char *bin_sklearn_check(const double *s, size_t n, const char *inf_msg)
@@ -25,91 +34,91 @@ static const char *bin_sklearn_check(const double *s, size_t n, const char *inf_
 	return inf ? inf_msg : NULL;
 }
 
+/* ch_walk finite hook: row i's p_up, if its label is valid. */
+static bool bin_finite(void *ctx, const struct ch_job *j, size_t i, size_t *row, size_t *col,
+    float *v)
+{
+	const struct bin_ctx *b = ctx;
+
+	*row = i;
+	*col = 0;
+	*v = j->emb[i * j->dim];
+	return b->lab[j->warmup + i] < 0 || isfinite(*v);
+}
+
+/* ch_walk window hook: AUC of the rows with a valid label (two classes). */
+static enum ch_err bin_window(void *ctx, const struct ch_job *j, const struct ch_span *w,
+    json_object *o, struct ch_walk_win *out, json_object **result)
+{
+	struct bin_ctx *b = ctx;
+	size_t m = 0, pos = 0;
+
+	for (size_t i = w->start; i < w->end; i++) {
+		int32_t l = b->lab[j->warmup + i];
+		if (l < 0)
+			continue;
+		b->sc[m] = j->emb[i * j->dim];
+		b->y[m] = (unsigned char)l;
+		pos += (size_t)l;
+		m++;
+	}
+	if (pos == 0 || pos == m) {
+		if (m == 0)
+			snprintf(out->why, sizeof out->why, "has no labelled rows");
+		else
+			snprintf(out->why, sizeof out->why, "has %zu labelled rows, all %s: AUC undefined", m,
+			    pos ? "up" : "down");
+		return CH_OK;
+	}
+	const char *bad = bin_sklearn_check(b->sc, m,
+	    "Input contains infinity or a value too large for dtype('float32').");
+	if (bad != NULL)
+		return ch_fail(j, result, CH_ERR_PREDICTION, "%s", bad);
+	out->v[0] = ch_roc_auc(b->sc, b->y, m);
+	out->n_samples = (int64_t)m;
+	out->keep = true;
+	json_object_object_add(o, "auc", ch_jdouble(out->v[0]));
+	return CH_OK;
+}
+
+/* ch_walk head hook. */
+static void bin_head(void *ctx, const struct ch_job *j, json_object *res)
+{
+	const struct bin_ctx *b = ctx;
+
+	json_object_object_add(res, "n_timesteps", json_object_new_int64((int64_t)j->p->m.T));
+	json_object_object_add(res, "n_evaluated", json_object_new_int64(b->n_usable));
+	json_object_object_add(res, "horizon", json_object_new_int64((int64_t)j->p->def->horizon));
+}
+
 /* Score ETH-1H-BINARY (see challenges.h for the contract). */
 enum ch_err ch_score_binary(const struct ch_job *j, json_object **result)
 {
 	const struct ch_prepared *p = j->p;
 	bool strict = p->mode != CH_MODE_MANTIS;
-	size_t T = p->m.T, h = p->def->horizon, nspans = 0;
-	long n_usable = (long)(T > h ? T - h : 0) - (long)j->warmup;
-	int32_t *lab = NULL;
-	struct ch_span *sp = NULL;
-	double *sc = NULL, *hold = NULL;
-	unsigned char *y = NULL;
-	json_object *wins = NULL;
+	size_t T = p->m.T, h = p->def->horizon;
+	struct bin_ctx b = { .n_usable = (long)(T > h ? T - h : 0) - (long)j->warmup };
+	struct ch_walk_ops ops = { .first = BIN_FIRST, .step = BIN_STEP,
+	    .min_len = strict ? BIN_MIN_STRICT : 0,
+	    .no_windows = "no valid walk-forward windows", .nvals = 1,
+	    .sum = { { "mean_auc", ch_nanmean } },
+	    .finite = bin_finite, .window = bin_window, .head = bin_head };
 	enum ch_err rc;
-	size_t nh = 0, hs;
 
-	if (n_usable <= 0)
+	if (b.n_usable <= 0)
 		return ch_fail(j, result, CH_ERR_EVAL, "not enough data after warmup");
 	if (j->dim < 1)
 		return strict ? ch_fail_dim(j, result, 1) : ch_fail(j, result, CH_ERR_PREDICTION,
 		    "index 0 is out of bounds for axis 1 with size 0");
-	lab = xcalloc(T, sizeof *lab);
-	ch_binary_labels(p->m.close[0], T, h, p->mode, lab);
-	hs = j->holdout_start > (long)j->warmup ? (size_t)j->holdout_start - j->warmup : 0;
-	nspans = ch_grid(BIN_FIRST, BIN_STEP, (size_t)n_usable, hs, p->mode,
-	    strict ? BIN_MIN_STRICT : 0, &sp);
-	if (strict)
-		for (size_t i = 0; i < (size_t)n_usable; i++)
-			if (lab[j->warmup + i] >= 0 && !isfinite(j->emb[i * j->dim])) {
-				rc = ch_fail_nonfinite(j, result, i, 0, j->emb[i * j->dim], sp, nspans, i);
-				goto out;
-			}
-	sc = xcalloc(BIN_STEP, sizeof *sc);
-	y = xcalloc(BIN_STEP, sizeof *y);
-	hold = xcalloc(nspans ? nspans : 1, sizeof *hold);
-	wins = json_object_new_array();
-	for (size_t w = 0; w < nspans; w++) {
-		size_t m = 0, pos = 0;
-		for (size_t i = sp[w].start; i < sp[w].end; i++) {
-			int32_t l = lab[j->warmup + i];
-			if (l < 0)
-				continue;
-			sc[m] = j->emb[i * j->dim];
-			y[m] = (unsigned char)l;
-			pos += (size_t)l;
-			m++;
-		}
-		if (pos == 0 || pos == m)
-			continue;
-		const char *bad = bin_sklearn_check(sc, m,
-		    "Input contains infinity or a value too large for dtype('float32').");
-		if (bad != NULL) {
-			rc = ch_fail(j, result, CH_ERR_PREDICTION, "%s", bad);
-			goto out;
-		}
-		double auc = ch_roc_auc(sc, y, m);
-		json_object *o = ch_window_obj(&sp[w]);
-		json_object_object_add(o, "auc", ch_jdouble(auc));
-		json_object_object_add(o, "in_holdout", json_object_new_boolean(sp[w].in_holdout));
-		json_object_object_add(o, "n_samples", json_object_new_int64((int64_t)m));
-		json_object_array_add(wins, o);
-		if (sp[w].in_holdout)
-			hold[nh++] = auc;
-	}
-	if (json_object_array_length(wins) == 0) {
-		rc = ch_fail(j, result, CH_ERR_EVAL, "no valid walk-forward windows");
-		goto out;
-	}
-	if (nh == 0) {
-		rc = ch_fail(j, result, CH_ERR_EVAL, "no walk-forward windows in holdout period");
-		goto out;
-	}
-	*result = ch_result_head(p);
-	json_object_object_add(*result, "n_timesteps", json_object_new_int64((int64_t)T));
-	json_object_object_add(*result, "n_evaluated", json_object_new_int64(n_usable));
-	json_object_object_add(*result, "horizon", json_object_new_int64((int64_t)h));
-	json_object_object_add(*result, "windows", wins);
-	wins = NULL;
-	json_object_object_add(*result, "mean_auc", ch_jdouble(ch_nanmean(hold, nh)));
-	rc = CH_OK;
-out:
-	json_object_put(wins);
-	free(lab);
-	free(sp);
-	free(sc);
-	free(y);
-	free(hold);
+	b.lab = xcalloc(T, sizeof *b.lab);
+	ch_binary_labels(p->m.close[0], T, h, p->mode, b.lab);
+	ops.n = (size_t)b.n_usable;
+	ops.hs = j->holdout_start > (long)j->warmup ? (size_t)j->holdout_start - j->warmup : 0;
+	b.sc = xcalloc(BIN_STEP, sizeof *b.sc);
+	b.y = xcalloc(BIN_STEP, sizeof *b.y);
+	rc = ch_walk_run(j, &ops, &b, result);
+	free(b.lab);
+	free(b.sc);
+	free(b.y);
 	return rc;
 }

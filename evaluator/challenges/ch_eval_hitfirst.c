@@ -4,18 +4,28 @@
  * renormalised in float32; per window (from 2060 every 4000, >= 200
  * samples): up/down AUC of the float32 logits through the sign of a
  * balanced 1-D logistic slope fitted on every earlier sample (prefix sums
- * make each window O(its size)), and the 3-class log loss.
+ * make each window O(its size)), and the 3-class log loss. The walk itself
+ * is ch_walk's.
  */
 #include <math.h>
 #include <stdlib.h>
 
 #include "xalloc.h"
-#include "evaluator/challenges/ch_internal.h"
+#include "evaluator/challenges/ch_walk.h"
 
 #define HF_FIRST 2060   /* min_train 2000 + lag 60 */
 #define HF_STEP 4000
 #define HF_MIN 200
 #define HF_MIN_VALID 500
+
+/* The scorer's samples: k embedding rows rows[] whose label cl[] is valid. */
+struct hf_ctx {
+	int32_t *cl;
+	size_t *rows;
+	size_t k;
+	float *probs;           /* k x 3 clipped, renormalised probabilities */
+	struct hf_side *up, *dn;
+};
 
 struct hf_side {
 	float *s;               /* logit per compact sample */
@@ -88,125 +98,119 @@ static void hf_probs(const struct ch_job *j, const size_t *rows, size_t k, float
 	}
 }
 
+/* ch_walk finite hook: the three probability columns of sample i's row. */
+static bool hf_finite(void *ctx, const struct ch_job *j, size_t i, size_t *row, size_t *col,
+    float *v)
+{
+	const struct hf_ctx *b = ctx;
+
+	*row = b->rows[i];
+	return ch_walk_row_finite(j, *row, 3, col, v);
+}
+
+/* ch_walk window hook: up/down AUC (NaN when undefined) and, with two
+ * classes at least, the 3-class log loss. Every window is kept. */
+static enum ch_err hf_window(void *ctx, const struct ch_job *j, const struct ch_span *w,
+    json_object *o, struct ch_walk_win *out, json_object **result)
+{
+	const struct hf_ctx *b = ctx;
+	size_t s = w->start, e = w->end;
+	bool seen[3] = { false, false, false };
+
+	out->v[0] = NAN;
+	out->v[1] = hf_side_auc(b->up, s, e);
+	out->v[2] = hf_side_auc(b->dn, s, e);
+	for (size_t i = s; i < e; i++)
+		seen[b->cl[i]] = true;
+	if ((seen[0] + seen[1] + seen[2]) >= 2) {
+		for (size_t i = s * 3; i < e * 3; i++)
+			if (isnan(b->probs[i]))
+				return ch_fail(j, result, CH_ERR_PREDICTION, "Input contains NaN.");
+		out->v[0] = ch_log_loss3(b->probs + s * 3, b->cl + s, e - s);
+		out->late_key = "direct_log_loss";
+		out->late = out->v[0];
+	}
+	json_object_object_add(o, "up_auc", ch_jdouble(out->v[1]));
+	json_object_object_add(o, "dn_auc", ch_jdouble(out->v[2]));
+	out->n_samples = (int64_t)(e - s);
+	out->keep = true;
+	return CH_OK;
+}
+
+/* ch_walk head hook. */
+static void hf_head(void *ctx, const struct ch_job *j, json_object *res)
+{
+	const struct hf_ctx *b = ctx;
+
+	json_object_object_add(res, "n_timesteps", json_object_new_int64((int64_t)j->p->m.T));
+	json_object_object_add(res, "n_valid", json_object_new_int64((int64_t)b->k));
+	json_object_object_add(res, "horizon", json_object_new_int64((int64_t)j->p->def->horizon));
+}
+
+/* The valid samples of the first n_usable rows; returns the holdout
+ * boundary in sample coordinates. */
+static size_t hf_compact(const struct ch_job *j, const int32_t *lab, size_t n_usable,
+    struct hf_ctx *b)
+{
+	int64_t *rel = xcalloc(n_usable, sizeof *rel);
+	size_t hs;
+
+	b->rows = xcalloc(n_usable, sizeof *b->rows);
+	b->cl = xcalloc(n_usable, sizeof *b->cl);
+	for (size_t i = 0; i < n_usable; i++)
+		if (lab[j->warmup + i] >= 0) {
+			b->rows[b->k] = i;
+			rel[b->k] = (int64_t)i;
+			b->cl[b->k] = lab[j->warmup + i];
+			b->k++;
+		}
+	hs = ch_searchsorted_left(rel, b->k, j->holdout_start > (long)j->warmup ?
+	    (int64_t)j->holdout_start - (int64_t)j->warmup : 0);
+	free(rel);
+	return hs;
+}
+
 /* Score ETH-HITFIRST-100M. */
 enum ch_err ch_score_hitfirst(const struct ch_job *j, json_object **result)
 {
 	const struct ch_prepared *p = j->p;
-	bool strict = p->mode != CH_MODE_MANTIS;
-	size_t T = p->m.T, h = p->def->horizon, k = 0, nsp = 0, nh = 0, hs;
+	size_t T = p->m.T, h = p->def->horizon;
 	long n_usable = (long)(T > h ? T - h : 0) - (long)j->warmup;
-	int32_t *lab = NULL, *cl = NULL;
-	size_t *rows = NULL;
-	int64_t *rel = NULL;
-	float *probs = NULL;
-	struct ch_span *sp = NULL;
 	struct hf_side up = { 0 }, dn = { 0 };
-	double *hl = NULL, *hu = NULL, *hd = NULL;
-	json_object *wins = NULL;
+	struct hf_ctx b = { .up = &up, .dn = &dn };
+	struct ch_walk_ops ops = { .first = HF_FIRST, .step = HF_STEP, .min_len = HF_MIN,
+	    .no_windows = "no valid walk-forward windows", .nvals = 3,
+	    .sum = { { "direct_log_loss", ch_mean_finite }, { "up_auc", ch_mean_finite },
+	        { "dn_auc", ch_mean_finite } },
+	    .finite = hf_finite, .window = hf_window, .head = hf_head };
+	int32_t *lab;
 	enum ch_err rc;
 
 	if (n_usable <= 0)
 		return ch_fail(j, result, CH_ERR_EVAL, "not enough data after warmup");
 	lab = xcalloc(T, sizeof *lab);
 	ch_hitfirst_labels(p->m.close[0], T, h, p->def->vol_window, p->mode, lab);
-	rows = xcalloc((size_t)n_usable, sizeof *rows);
-	rel = xcalloc((size_t)n_usable, sizeof *rel);
-	cl = xcalloc((size_t)n_usable, sizeof *cl);
-	for (size_t i = 0; i < (size_t)n_usable; i++)
-		if (lab[j->warmup + i] >= 0) {
-			rows[k] = i;
-			rel[k] = (int64_t)i;
-			cl[k] = lab[j->warmup + i];
-			k++;
-		}
-	hs = ch_searchsorted_left(rel, k, j->holdout_start > (long)j->warmup ?
-	    (int64_t)j->holdout_start - (int64_t)j->warmup : 0);
-	if (k < HF_MIN_VALID) {
-		rc = ch_fail(j, result, CH_ERR_EVAL, "only %zu valid samples, need >= %d", k, HF_MIN_VALID);
-		goto out;
+	ops.hs = hf_compact(j, lab, (size_t)n_usable, &b);
+	free(lab);
+	if (b.k < HF_MIN_VALID) {
+		rc = ch_fail(j, result, CH_ERR_EVAL, "only %zu valid samples, need >= %d", b.k,
+		    HF_MIN_VALID);
+	} else if (j->dim < 3) {
+		rc = p->mode != CH_MODE_MANTIS ? ch_fail_dim(j, result, 3) : ch_fail(j, result,
+		    CH_ERR_PREDICTION, "hitfirst requires embedding dim >= 3, got shape (%zu, %zu)",
+		    b.k, j->dim);
+	} else {
+		b.probs = xcalloc(xmul(b.k, 3), sizeof *b.probs);
+		hf_probs(j, b.rows, b.k, b.probs);
+		hf_side_init(&up, b.probs, b.cl, b.k, 0);
+		hf_side_init(&dn, b.probs, b.cl, b.k, 1);
+		ops.n = b.k;
+		rc = ch_walk_run(j, &ops, &b, result);
 	}
-	if (j->dim < 3) {
-		rc = strict ? ch_fail_dim(j, result, 3) : ch_fail(j, result, CH_ERR_PREDICTION,
-		    "hitfirst requires embedding dim >= 3, got shape (%zu, %zu)", k, j->dim);
-		goto out;
-	}
-	nsp = ch_grid(HF_FIRST, HF_STEP, k, hs, p->mode, HF_MIN, &sp);
-	if (strict)
-		for (size_t i = 0; i < k; i++)
-			for (size_t c = 0; c < 3; c++)
-				if (!isfinite(j->emb[rows[i] * j->dim + c])) {
-					rc = ch_fail_nonfinite(j, result, rows[i], c,
-					    j->emb[rows[i] * j->dim + c], sp, nsp, i);
-					goto out;
-				}
-	probs = xcalloc(xmul(k, 3), sizeof *probs);
-	hf_probs(j, rows, k, probs);
-	hf_side_init(&up, probs, cl, k, 0);
-	hf_side_init(&dn, probs, cl, k, 1);
-	hl = xcalloc(nsp ? nsp : 1, sizeof *hl);
-	hu = xcalloc(nsp ? nsp : 1, sizeof *hu);
-	hd = xcalloc(nsp ? nsp : 1, sizeof *hd);
-	wins = json_object_new_array();
-	for (size_t w = 0; w < nsp; w++) {
-		size_t s = sp[w].start, e = sp[w].end;
-		bool seen[3] = { false, false, false };
-		double ua = hf_side_auc(&up, s, e), da = hf_side_auc(&dn, s, e), ll = NAN;
-		for (size_t i = s; i < e; i++)
-			seen[cl[i]] = true;
-		bool multi = (seen[0] + seen[1] + seen[2]) >= 2;
-		if (multi) {
-			for (size_t i = s * 3; i < e * 3; i++)
-				if (isnan(probs[i])) {
-					rc = ch_fail(j, result, CH_ERR_PREDICTION, "Input contains NaN.");
-					goto out;
-				}
-			ll = ch_log_loss3(probs + s * 3, cl + s, e - s);
-		}
-		json_object *o = ch_window_obj(&sp[w]);
-		json_object_object_add(o, "up_auc", ch_jdouble(ua));
-		json_object_object_add(o, "dn_auc", ch_jdouble(da));
-		json_object_object_add(o, "in_holdout", json_object_new_boolean(sp[w].in_holdout));
-		if (multi)
-			json_object_object_add(o, "direct_log_loss", ch_jdouble(ll));
-		json_object_object_add(o, "n_samples", json_object_new_int64((int64_t)(e - s)));
-		json_object_array_add(wins, o);
-		if (sp[w].in_holdout) {
-			hl[nh] = ll;
-			hu[nh] = ua;
-			hd[nh] = da;
-			nh++;
-		}
-	}
-	if (nsp == 0) {
-		rc = ch_fail(j, result, CH_ERR_EVAL, "no valid walk-forward windows");
-		goto out;
-	}
-	if (nh == 0) {
-		rc = ch_fail(j, result, CH_ERR_EVAL, "no walk-forward windows in holdout period");
-		goto out;
-	}
-	*result = ch_result_head(p);
-	json_object_object_add(*result, "n_timesteps", json_object_new_int64((int64_t)T));
-	json_object_object_add(*result, "n_valid", json_object_new_int64((int64_t)k));
-	json_object_object_add(*result, "horizon", json_object_new_int64((int64_t)h));
-	json_object_object_add(*result, "windows", wins);
-	wins = NULL;
-	json_object_object_add(*result, "direct_log_loss", ch_jdouble(ch_mean_finite(hl, nh)));
-	json_object_object_add(*result, "up_auc", ch_jdouble(ch_mean_finite(hu, nh)));
-	json_object_object_add(*result, "dn_auc", ch_jdouble(ch_mean_finite(hd, nh)));
-	rc = CH_OK;
-out:
-	json_object_put(wins);
 	hf_side_free(&up);
 	hf_side_free(&dn);
-	free(lab);
-	free(rows);
-	free(rel);
-	free(cl);
-	free(probs);
-	free(sp);
-	free(hl);
-	free(hu);
-	free(hd);
+	free(b.rows);
+	free(b.cl);
+	free(b.probs);
 	return rc;
 }

@@ -5,13 +5,14 @@
  * (funding); windows of rows from 260 every 4000 need >= 50 rows, >= 50
  * valid rows and >= 20 finite rhos; value = mean rho. A valid row has every
  * asset's return (mantis) or at least 5 of them (strict: gaps drop only the
- * missing assets from that row).
+ * missing assets from that row). The walk itself is ch_walk's.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "xalloc.h"
-#include "evaluator/challenges/ch_internal.h"
+#include "evaluator/challenges/ch_walk.h"
 
 #define XS_FIRST 260  /* 200 + lag 60 */
 #define XS_STEP 4000
@@ -93,131 +94,185 @@ static double xs_row_rho(const float *e, size_t dim, const double *ret, size_t A
 	return ch_rho_ranks(b->rx, b->ry, m);
 }
 
+/* True when a row scores every asset alike (the columns the row's
+ * correlation uses; mantis mode zero-pads a narrow row). */
+static bool xs_row_constant(const float *e, size_t dim, size_t A)
+{
+	float first = dim ? e[0] : 0.0f;
+
+	for (size_t a = 1; a < A; a++)
+		if ((a < dim ? e[a] : 0.0f) != first)
+			return false;
+	return true;
+}
+
+/* The scorer's samples: embedding rows 0..n_usable; row i's targets are
+ * ret[(warmup + i) * A ...], valid[warmup + i] says whether it counts. */
+struct xs_ctx {
+	double *ret, *rho;      /* rho: one window's finite rhos (scratch) */
+	unsigned char *valid;
+	size_t A;
+	long n_usable;
+	struct xs_buf b;
+};
+
+/* ch_walk finite hook: row i's scores of the assets with a target. */
+static bool xs_finite(void *ctx, const struct ch_job *j, size_t i, size_t *row, size_t *col,
+    float *v)
+{
+	const struct xs_ctx *x = ctx;
+	const double *r = x->ret + (j->warmup + i) * x->A;
+
+	if (!x->valid[j->warmup + i])
+		return true;
+	for (size_t a = 0; a < x->A; a++)
+		if (isfinite(r[a]) && !isfinite(j->emb[i * j->dim + a])) {
+			*row = i;
+			*col = a;
+			*v = j->emb[i * j->dim + a];
+			return false;
+		}
+	return true;
+}
+
+/* ch_walk window hook: the mean Spearman rho of the valid rows (enough
+ * valid rows and finite rhos). */
+static enum ch_err xs_window(void *ctx, const struct ch_job *j, const struct ch_span *w,
+    json_object *o, struct ch_walk_win *out, json_object **result)
+{
+	struct xs_ctx *x = ctx;
+	size_t nvalid = 0, nr = 0;
+
+	(void)result;
+	for (size_t i = w->start; i < w->end; i++)
+		nvalid += x->valid[j->warmup + i];
+	size_t nsame = 0;   /* valid rows whose predictions are one value for every asset */
+	if (nvalid < XS_MIN) {
+		snprintf(out->why, sizeof out->why, "has %zu rows with returns for at least %d assets, needs %d",
+		    nvalid, XS_MIN_ASSETS, XS_MIN);
+		return CH_OK;
+	}
+	for (size_t i = w->start; i < w->end; i++) {
+		if (!x->valid[j->warmup + i])
+			continue;
+		double r = xs_row_rho(j->emb + i * j->dim, j->dim, x->ret + (j->warmup + i) * x->A,
+		    x->A, &x->b);
+		if (isfinite(r))
+			x->rho[nr++] = r;
+		else
+			nsame += xs_row_constant(j->emb + i * j->dim, j->dim, x->A);
+	}
+	if (nr < XS_MIN_RHO) {
+		if (nsame == nvalid)
+			snprintf(out->why, sizeof out->why, "every row's predictions were identical across the %zu assets: "
+			    "Spearman undefined (rank the assets: give them different scores)", x->A);
+		else
+			snprintf(out->why, sizeof out->why, "has %zu rows with a defined Spearman rho, needs %d (%zu rows "
+			    "predicted one value for every asset)", nr, XS_MIN_RHO, nsame);
+		return CH_OK;
+	}
+	out->v[0] = ch_np_sum(x->rho, nr) / (double)nr;
+	out->n_samples = (int64_t)nvalid;
+	out->keep = true;
+	json_object_object_add(o, "mean_spearman", ch_jdouble(out->v[0]));
+	json_object_object_add(o, "n_timesteps", json_object_new_int64((int64_t)nr));
+	return CH_OK;
+}
+
+/* ch_walk head hook. */
+static void xs_head(void *ctx, const struct ch_job *j, json_object *res)
+{
+	const struct xs_ctx *x = ctx;
+
+	json_object_object_add(res, "n_assets", json_object_new_int64((int64_t)x->A));
+	json_object_object_add(res, "n_timesteps", json_object_new_int64((int64_t)j->p->m.T));
+	json_object_object_add(res, "n_usable", json_object_new_int64(x->n_usable));
+	json_object_object_add(res, "horizon", json_object_new_int64((int64_t)j->p->def->horizon));
+}
+
+/* The n = T - h rows of targets and their validity (strict: >= 5 assets). */
+static void xs_targets(const struct ch_job *j, struct xs_ctx *x, size_t n)
+{
+	const struct ch_prepared *p = j->p;
+	size_t A = x->A;
+
+	x->ret = xcalloc(xmul(n, A), sizeof *x->ret);
+	x->valid = xcalloc(n, 1);
+	if (p->def->type == CH_FUNDING_XSEC)
+		/* ch_prepare gives a funding challenge one (maybe NULL) column per asset */
+		ch_diff_returns(p->m.fields, A, p->m.T, p->def->horizon, x->ret, x->valid);
+	else
+		ch_xsec_returns(p->m.close, A, p->m.T, p->def->horizon, x->ret, x->valid);
+	if (p->mode == CH_MODE_MANTIS)
+		return;
+	for (size_t t = 0; t < n; t++) {
+		size_t c = 0;
+		for (size_t a = 0; a < A; a++)
+			c += isfinite(x->ret[t * A + a]) ? 1 : 0;
+		x->valid[t] = c >= XS_MIN_ASSETS;
+	}
+}
+
+/* Scratch of one row's correlation over A assets. */
+static void xs_buf_init(struct xs_buf *b, size_t A)
+{
+	b->xf = xcalloc(A, sizeof *b->xf);
+	b->x = xcalloc(A, sizeof *b->x);
+	b->y = xcalloc(A, sizeof *b->y);
+	b->rx = xcalloc(A, sizeof *b->rx);
+	b->ry = xcalloc(A, sizeof *b->ry);
+	b->tmp = xcalloc(A > 64 ? A : 64, sizeof *b->tmp);
+	b->pmask = 0;
+}
+
+/* Release the scratch (any field may be NULL). */
+static void xs_buf_free(struct xs_buf *b)
+{
+	free(b->xf);
+	free(b->x);
+	free(b->y);
+	free(b->rx);
+	free(b->ry);
+	free(b->tmp);
+}
+
 /* Score the cross-sectional challenges. */
 enum ch_err ch_score_xsec(const struct ch_job *j, json_object **result)
 {
 	const struct ch_prepared *p = j->p;
-	bool strict = p->mode != CH_MODE_MANTIS, fund = p->def->type == CH_FUNDING_XSEC;
-	size_t A = p->m.n_assets, T = p->m.T, h = p->def->horizon, n, nsp = 0, nh = 0, hs;
-	double *ret = NULL, *rho = NULL, *hold = NULL;
-	struct xs_buf b = { .pmask = 0 };
-	unsigned char *valid = NULL;
-	struct ch_span *sp = NULL;
-	json_object *wins = NULL;
+	bool fund = p->def->type == CH_FUNDING_XSEC;
+	size_t T = p->m.T, h = p->def->horizon;
+	struct xs_ctx x = { .A = p->m.n_assets };
+	struct ch_walk_ops ops = { .first = XS_FIRST, .step = XS_STEP, .min_len = XS_MIN,
+	    .no_windows = "no valid walk-forward windows", .nvals = 1,
+	    .sum = { { "mean_spearman", ch_nanmean } },
+	    .finite = xs_finite, .window = xs_window, .head = xs_head };
 	enum ch_err rc;
-	long n_usable;
 
-	if (A < XS_MIN_ASSETS)
+	if (x.A < XS_MIN_ASSETS)
 		return ch_fail(j, result, CH_ERR_EVAL, "only %zu %sassets available, need >= %d",
-		    A, fund ? "funding " : "", XS_MIN_ASSETS);
+		    x.A, fund ? "funding " : "", XS_MIN_ASSETS);
 	if (T <= h)
 		return ch_fail(j, result, CH_ERR_EVAL, fund ? "not enough funding data for horizon" :
 		    "not enough data for horizon");
-	n = T - h;
-	ret = xcalloc(xmul(n, A), sizeof *ret);
-	valid = xcalloc(n, 1);
-	if (fund) {
-		/* ch_prepare gives a funding challenge one (maybe NULL) column per asset */
-		ch_diff_returns(p->m.fields, A, T, h, ret, valid);
-	} else {
-		ch_xsec_returns(p->m.close, A, T, h, ret, valid);
-	}
-	if (strict)
-		for (size_t t = 0; t < n; t++) {
-			size_t c = 0;
-			for (size_t a = 0; a < A; a++)
-				c += isfinite(ret[t * A + a]) ? 1 : 0;
-			valid[t] = c >= XS_MIN_ASSETS;
-		}
-	n_usable = (long)n - (long)j->warmup;
-	if ((long)j->rows < n_usable)
-		n_usable = (long)j->rows;
-	if (n_usable <= 0) {
+	xs_targets(j, &x, T - h);
+	x.n_usable = (long)(T - h) - (long)j->warmup;
+	if ((long)j->rows < x.n_usable)
+		x.n_usable = (long)j->rows;
+	if (x.n_usable <= 0) {
 		rc = ch_fail(j, result, CH_ERR_EVAL, "not enough data");
-		goto out;
+	} else if (p->mode != CH_MODE_MANTIS && j->dim < x.A) {
+		rc = ch_fail_dim(j, result, x.A);
+	} else {
+		xs_buf_init(&x.b, x.A);
+		x.rho = xcalloc(XS_STEP, sizeof *x.rho);
+		ops.n = (size_t)x.n_usable;
+		ops.hs = j->holdout_start > (long)j->warmup ? (size_t)j->holdout_start - j->warmup : 0;
+		rc = ch_walk_run(j, &ops, &x, result);
 	}
-	if (strict && j->dim < A) {
-		rc = ch_fail_dim(j, result, A);
-		goto out;
-	}
-	hs = j->holdout_start > (long)j->warmup ? (size_t)j->holdout_start - j->warmup : 0;
-	nsp = ch_grid(XS_FIRST, XS_STEP, (size_t)n_usable, hs, p->mode, XS_MIN, &sp);
-	if (strict)
-		for (size_t i = 0; i < (size_t)n_usable; i++) {
-			const double *r = ret + (j->warmup + i) * A;
-			if (!valid[j->warmup + i])
-				continue;
-			for (size_t a = 0; a < A; a++)
-				if (isfinite(r[a]) && !isfinite(j->emb[i * j->dim + a])) {
-					rc = ch_fail_nonfinite(j, result, i, a, j->emb[i * j->dim + a],
-					    sp, nsp, i);
-					goto out;
-				}
-		}
-	b.xf = xcalloc(A, sizeof *b.xf);
-	b.x = xcalloc(A, sizeof *b.x);
-	b.y = xcalloc(A, sizeof *b.y);
-	b.rx = xcalloc(A, sizeof *b.rx);
-	b.ry = xcalloc(A, sizeof *b.ry);
-	b.tmp = xcalloc(A > 64 ? A : 64, sizeof *b.tmp);
-	rho = xcalloc(XS_STEP, sizeof *rho);
-	hold = xcalloc(nsp ? nsp : 1, sizeof *hold);
-	wins = json_object_new_array();
-	for (size_t w = 0; w < nsp; w++) {
-		size_t s = sp[w].start, e = sp[w].end, nvalid = 0, nr = 0;
-		for (size_t i = s; i < e; i++)
-			nvalid += valid[j->warmup + i];
-		if (nvalid < XS_MIN)
-			continue;
-		for (size_t i = s; i < e; i++) {
-			if (!valid[j->warmup + i])
-				continue;
-			double r = xs_row_rho(j->emb + i * j->dim, j->dim, ret + (j->warmup + i) * A,
-			    A, &b);
-			if (isfinite(r))
-				rho[nr++] = r;
-		}
-		if (nr < XS_MIN_RHO)
-			continue;
-		double ms = ch_np_sum(rho, nr) / (double)nr;
-		json_object *o = ch_window_obj(&sp[w]);
-		json_object_object_add(o, "mean_spearman", ch_jdouble(ms));
-		json_object_object_add(o, "n_timesteps", json_object_new_int64((int64_t)nr));
-		json_object_object_add(o, "in_holdout", json_object_new_boolean(sp[w].in_holdout));
-		json_object_object_add(o, "n_samples", json_object_new_int64((int64_t)nvalid));
-		json_object_array_add(wins, o);
-		if (sp[w].in_holdout)
-			hold[nh++] = ms;
-	}
-	if (json_object_array_length(wins) == 0) {
-		rc = ch_fail(j, result, CH_ERR_EVAL, "no valid walk-forward windows");
-		goto out;
-	}
-	if (nh == 0) {
-		rc = ch_fail(j, result, CH_ERR_EVAL, "no walk-forward windows in holdout period");
-		goto out;
-	}
-	*result = ch_result_head(p);
-	json_object_object_add(*result, "n_assets", json_object_new_int64((int64_t)A));
-	json_object_object_add(*result, "n_timesteps", json_object_new_int64((int64_t)T));
-	json_object_object_add(*result, "n_usable", json_object_new_int64(n_usable));
-	json_object_object_add(*result, "horizon", json_object_new_int64((int64_t)h));
-	json_object_object_add(*result, "windows", wins);
-	wins = NULL;
-	json_object_object_add(*result, "mean_spearman", ch_jdouble(ch_nanmean(hold, nh)));
-	rc = CH_OK;
-out:
-	json_object_put(wins);
-	free(ret);
-	free(valid);
-	free(b.xf);
-	free(b.x);
-	free(b.y);
-	free(b.rx);
-	free(b.ry);
-	free(b.tmp);
-	free(rho);
-	free(hold);
-	free(sp);
+	xs_buf_free(&x.b);
+	free(x.ret);
+	free(x.valid);
+	free(x.rho);
 	return rc;
 }

@@ -30,12 +30,12 @@
 #include <json-c/json.h>
 #include <sodium.h>
 
-#include "evaluator/backtest.h"
+#include "evaluator/runner/drive/backtest.h"
 #include "evaluator/canon_json.h"
 #include "evaluator/cli/commands.h"
 #include "evaluator/dataset.h"
 #include "evaluator/hashes.h"
-#include "evaluator/protocol.h"
+#include "evaluator/runner/drive/protocol.h"
 #include "evaluator/pyrepr.h"
 #include "xalloc.h"
 

@@ -42,6 +42,8 @@ static void data_usage(FILE *out)
 		"                            [--asset NAME] FILE...\n"
 		"       agenttest data fetch --days-back N [--assets A,B] [--interval 1m] [--data-dir DIR]\n"
 		"                            [--refresh] [--no-pace]   Binance candles (docs/market-data.md)\n"
+		"       agenttest data prefetch [--days-back N[,N...]] [--assets A,B|all]\n"
+		"                            queue prefetch jobs for the runner (MANTIS_PREFETCH_WINDOWS)\n"
 		"       agenttest data verify DIR   recompute every hash (exit 0 ok, 1 mismatch)\n"
 		"       agenttest data info DIR     the manifest and the hash check as JSON\n"
 		"See docs/datasets.md for the format and the synthetic market's model.\n");
@@ -323,7 +325,7 @@ static int data_info(const char *dir)
 int cmd_data(int argc, char **argv)
 {
 	if (argc < 2)
-		return cli_error(CLI_USAGE, "bad_request", "usage: agenttest data synth|import|fetch|verify|info ... (see 'agenttest data --help')");
+		return cli_error(CLI_USAGE, "bad_request", "usage: agenttest data synth|import|fetch|prefetch|verify|info ... (see 'agenttest data --help')");
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
 		data_usage(stdout);
 		return CLI_OK;
@@ -335,10 +337,12 @@ int cmd_data(int argc, char **argv)
 		return data_import(argc - 1, argv + 1);
 	if (strcmp(sub, "fetch") == 0)
 		return cmd_data_fetch(argc - 1, argv + 1);
+	if (strcmp(sub, "prefetch") == 0)
+		return cmd_data_prefetch(argc - 1, argv + 1);
 	if (strcmp(sub, "verify") == 0 || strcmp(sub, "info") == 0) {
 		if (argc != 3 || argv[2][0] == '-')
 			return cli_error(CLI_USAGE, "bad_request", "usage: agenttest data %s DIR", sub);
 		return strcmp(sub, "verify") == 0 ? data_verify(argv[2]) : data_info(argv[2]);
 	}
-	return cli_error(CLI_USAGE, "bad_request", "unknown 'data' subcommand '%s' (synth, import, fetch, verify, info)", sub);
+	return cli_error(CLI_USAGE, "bad_request", "unknown 'data' subcommand '%s' (synth, import, fetch, prefetch, verify, info)", sub);
 }

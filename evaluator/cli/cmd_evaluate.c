@@ -4,13 +4,16 @@
  *
  *   agenttest evaluate --challenge NAME --strategy FILE [--dataset DIR]
  *       [--days-back N] [--holdout-days N] [--mode mantis|strict]
- *       [--dev-only] [--trusted] [--cpu-seconds S] [--memory-mb M]
+ *       [--dev-only | --split] [--trusted] [--cpu-seconds S] [--memory-mb M]
  *
  * The bars are streamed into the sandboxed strategy host one at a time
- * (evaluator/stream.c); labels, windows and metrics are computed here.
+ * (evaluator/runner/drive/stream.c); labels, windows and metrics are computed here.
  * Prints the result dictionary as one JSON object on stdout; a failed or
  * refused evaluation prints {"error","code","detail",...} on stderr and
  * exits 1 (usage 2, internal 3). --dataset defaults to $DATASET_DIR.
+ * --split (agent scoring) streams once and prints {"dev", "full",
+ * "full_error"}: the dev-only and the full result of that one stream
+ * (stream.h); it fails as above only when the dev part failed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +29,7 @@
 
 #include "evaluator/cli/commands.h"
 #include "evaluator/dataset.h"
-#include "evaluator/stream.h"
+#include "evaluator/runner/drive/stream.h"
 #include "xalloc.h"
 
 int cmd_evaluate(int argc, char **argv);
@@ -34,7 +37,7 @@ int cmd_evaluate(int argc, char **argv);
 struct ev_opts {
 	const char *challenge, *strategy, *dataset;
 	double days_back, holdout_days, cpu_seconds, memory_mb;
-	int mode, trusted, dev_only;
+	int mode, trusted, dev_only, split;
 };
 
 /* Usage text on out. */
@@ -42,10 +45,12 @@ static void ev_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: agenttest evaluate --challenge NAME --strategy FILE [--dataset DIR]\n"
-		"           [--days-back N] [--holdout-days N] [--mode mantis|strict] [--dev-only]\n"
+		"           [--days-back N] [--holdout-days N] [--mode mantis|strict] [--dev-only | --split]\n"
 		"           [--trusted] [--cpu-seconds S] [--memory-mb M]\n"
 		"Defaults: --dataset $DATASET_DIR, --days-back 60, --holdout-days 20, --mode strict.\n"
 		"--dev-only streams and scores the dev period only (the holdout is never sent).\n"
+		"--split streams once and prints {\"dev\": the dev-only result, \"full\": the full one,\n"
+		"  \"full_error\"}; the dev rows come before any holdout bar is sent.\n"
 		"--trusted runs the strategy without the sandbox (your own code only).\n"
 		"See docs/challenges.md and docs/sdk.md.\n");
 }
@@ -70,6 +75,7 @@ static int ev_parse(int argc, char **argv, struct ev_opts *o)
 		{ "dataset", required_argument, NULL, 'd' }, { "days-back", required_argument, NULL, 'b' },
 		{ "holdout-days", required_argument, NULL, 'H' }, { "mode", required_argument, NULL, 'm' },
 		{ "dev-only", no_argument, NULL, 'D' }, { "trusted", no_argument, NULL, 'T' },
+		{ "split", no_argument, NULL, 'S' },
 		{ "cpu-seconds", required_argument, NULL, 'C' }, { "memory-mb", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
@@ -84,6 +90,7 @@ static int ev_parse(int argc, char **argv, struct ev_opts *o)
 		case 's': o->strategy = optarg; break;
 		case 'd': o->dataset = optarg; break;
 		case 'D': o->dev_only = 1; break;
+		case 'S': o->split = 1; break;
 		case 'T': o->trusted = 1; break;
 		case 'b':
 			if (ev_num(optarg, 0, 3650, &o->days_back) < 0)
@@ -119,6 +126,8 @@ static int ev_parse(int argc, char **argv, struct ev_opts *o)
 		ev_usage(stderr);
 		return cli_error(CLI_USAGE, "missing_field", "--challenge and --strategy are required");
 	}
+	if (o->dev_only && o->split)
+		return cli_error(CLI_USAGE, "bad_request", "--dev-only and --split exclude each other");
 	if (!o->dataset || !*o->dataset)
 		return cli_error(CLI_USAGE, "missing_field", "--dataset (or $DATASET_DIR) is required");
 	return 0;
@@ -147,7 +156,7 @@ int cmd_evaluate(int argc, char **argv)
 	}
 	struct stream_eval_opts eo = {
 		.challenge = o.challenge, .mode = (enum ch_mode)o.mode, .days_back = o.days_back,
-		.holdout_days = o.holdout_days, .dev_only = o.dev_only, .code = code, .code_len = code_len,
+		.holdout_days = o.holdout_days, .dev_only = o.dev_only, .split = o.split, .code = code, .code_len = code_len,
 		/* a box of its own per CLI process, as backtest: concurrent
 		 * evaluations (agent scoring) must not share a uid and cgroup */
 		.sbx = { .mode = o.trusted ? SBX_TRUSTED : SBX_CONFINED,

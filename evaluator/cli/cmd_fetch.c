@@ -6,6 +6,14 @@
  *   agenttest data fetch --days-back N [--assets A,B|all] [--interval 1m]
  *       [--data-dir DIR] [--window LABEL] [--refresh] [--parallel N]
  *       [--no-pace] [--timeout-ms MS] [--backoff-ms MS] [--rate-wait-ms MS]
+ *       [--coinglass]
+ *
+ * --coinglass: the version also holds the CoinGlass fields (market.h,
+ * mk_cg_fetch_grid, cached under <data dir>/coinglass-cache), with the key
+ * from the environment (COINGLASS_API_KEY) or else the one the admin
+ * stored (secret store, owner 0: DATABASE_URL and AGENTTEST_SECRET_FILE of
+ * the configuration), from COINGLASS_API_URL. The key goes only into the
+ * CG-API-KEY header; it is wiped after use and never printed.
  *
  * The base URL is BINANCE_API_URL (configuration or environment) or the
  * ping-and-fallback list; the data directory is --data-dir, else
@@ -24,7 +32,12 @@
 
 #include <json-c/json.h>
 
+#include <sodium.h>
+
 #include "config.h"
+#include "db.h"
+#include "secret.h"
+#include "secret_store.h"
 #include "evaluator/cli/commands.h"
 #include "evaluator/runner/market/market.h"
 #include "evaluator/synth.h"
@@ -62,12 +75,36 @@ static const struct option fetch_opts[] = {
 	{ "window", required_argument, NULL, 'w' },     { "refresh", no_argument, NULL, 'r' },
 	{ "parallel", required_argument, NULL, 'p' },   { "no-pace", no_argument, NULL, 'n' },
 	{ "timeout-ms", required_argument, NULL, 't' }, { "backoff-ms", required_argument, NULL, 'b' },
-	{ "rate-wait-ms", required_argument, NULL, 'R' }, { NULL, 0, NULL, 0 },
+	{ "rate-wait-ms", required_argument, NULL, 'R' }, { "coinglass", no_argument, NULL, 'C' },
+	{ NULL, 0, NULL, 0 },
 };
+
+/* The CoinGlass key into key: COINGLASS_API_KEY, else the admin's in the
+ * secret store. 1 found, 0 none, -1 with err filled. */
+static int fetch_cg_key(const struct config *cfg, struct buf *key, struct buf *err)
+{
+	const char *env = getenv("COINGLASS_API_KEY");
+	if (env && *env) {
+		buf_puts(key, env);
+		return 1;
+	}
+	unsigned char sk[SECRET_BYTES];
+	int got = -1;
+	struct db *db = db_new(&cfg->db);
+	if (db_connect(db) != DB_OK)
+		buf_printf(err, "no COINGLASS_API_KEY, and the secret store is out of reach: %s", db_error(db));
+	else if (!secret_load(cfg->secret_file, false, sk, err))
+		buf_puts(err, " (reading the stored CoinGlass key)");
+	else
+		got = secret_store_get(db, sk, 0, "coinglass", key, err);
+	sodium_memzero(sk, sizeof sk);
+	db_free(db);
+	return got;
+}
 
 /* Print the version object. */
 static void fetch_print(const char *window, const struct mk_version *v, size_t n_assets, long added,
-			double secs)
+			int coinglass, double secs)
 {
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "window", json_object_new_string(window));
@@ -78,6 +115,7 @@ static void fetch_print(const char *window, const struct mk_version *v, size_t n
 	json_object_object_add(o, "first_timestamp_ms", json_object_new_int64(v->first_ms));
 	json_object_object_add(o, "last_timestamp_ms", json_object_new_int64(v->last_ms));
 	json_object_object_add(o, "assets", json_object_new_int64((int64_t)n_assets));
+	json_object_object_add(o, "coinglass", json_object_new_boolean(coinglass));
 	if (added >= 0)
 		json_object_object_add(o, "rows_added", json_object_new_int64(added));
 	json_object_object_add(o, "quality", v->quality ? json_object_get(v->quality) : NULL);
@@ -91,7 +129,7 @@ int cmd_data_fetch(int argc, char **argv)
 	struct mk_request r;
 	mk_request_defaults(&r);
 	long days = -1;
-	int refresh = 0, tty = isatty(2);
+	int refresh = 0, tty = isatty(2), coinglass = 0;
 	const char *assets_arg = "all", *data_dir = NULL, *window = NULL;
 	char base[1024], win[96], err[600];
 	optind = 1;
@@ -109,6 +147,7 @@ int cmd_data_fetch(int argc, char **argv)
 		case 't': if ((v = fetch_long(optarg, 1, 600000)) < 0) goto bad; r.timeout_ms = v; break;
 		case 'b': if ((v = fetch_long(optarg, 0, 600000)) < 0) goto bad; r.backoff_ms = v; break;
 		case 'R': if ((v = fetch_long(optarg, 0, 600000)) < 0) goto bad; r.rate_wait_ms = v; break;
+		case 'C': coinglass = 1; break;
 		default: goto bad;
 		}
 	}
@@ -152,6 +191,33 @@ int cmd_data_fetch(int argc, char **argv)
 			names[n++] = t;
 		}
 	}
+	struct buf cgkey = BUF_INIT;
+	struct mk_cg_request cg;
+	char cgcache[4352];
+	mk_cg_request_defaults(&cg);
+	if (coinglass) {
+		int got = fetch_cg_key(&cfg, &cgkey, &cerr);
+		if (got <= 0) {
+			int e = got == 0 ? cli_error(CLI_USAGE, "missing_field", "--coinglass: no CoinGlass key (set "
+						     "COINGLASS_API_KEY or store one with POST /api/coinglass-key)")
+					 : cli_error(CLI_FAILED, "invalid_config", "%s", buf_cstr(&cerr));
+			buf_free(&cerr);
+			buf_free(&cgkey);
+			free(store);
+			config_free(&cfg);
+			return e;
+		}
+		const char *cgurl = config_get(&cfg, "COINGLASS_API_URL");
+		cg.base_url = cgurl && *cgurl ? cgurl : "https://open-api-v4.coinglass.com";
+		cg.api_key = buf_cstr(&cgkey);
+		snprintf(cgcache, sizeof cgcache, "%s/coinglass-cache", data_dir);
+		cg.cache_dir = cgcache;
+		cg.timeout_ms = r.timeout_ms;
+		cg.backoff_ms = r.backoff_ms;
+		if (r.pace_ms == 0)
+			cg.pace_ms = 0;
+	}
+	buf_free(&cerr);
 	r.progress = fetch_progress;
 	r.ud = &tty;
 	r.now_ms = fetch_now_ms();
@@ -163,7 +229,7 @@ int cmd_data_fetch(int argc, char **argv)
 	int64_t t0 = fetch_now_ms();
 	if (refresh) {
 		size_t k = 0;
-		rc = mk_refresh(data_dir, window, &r, 10, &v, &k, err, sizeof err);
+		rc = mk_refresh(data_dir, window, &r, 10, coinglass ? &cg : NULL, &v, &k, err, sizeof err);
 		added = (long)k;
 		n = r.n_assets;
 	} else {
@@ -174,15 +240,25 @@ int cmd_data_fetch(int argc, char **argv)
 		rc = s ? mk_fetch(&r, s, err, sizeof err) : MK_ERR_STORE;
 		if (rc == MK_OK) {
 			char src[256];
-			snprintf(src, sizeof src, "{\"kind\":\"binance-klines\",\"interval\":\"%s\",\"days_back\":%ld}",
-				 r.interval, days);
+			snprintf(src, sizeof src,
+				 "{\"kind\":\"binance-klines\",\"interval\":\"%s\",\"days_back\":%ld,\"coinglass\":%s}",
+				 r.interval, days, coinglass ? "true" : "false");
 			/* the grid spans the candles the server has (no all-NaN edge rows) */
 			int64_t first = INT64_MAX, last = INT64_MIN;
 			for (size_t i = 0; i < n; i++) {
 				first = s[i].t[0] < first ? s[i].t[0] : first;
 				last = s[i].t[s[i].n - 1] > last ? s[i].t[s[i].n - 1] : last;
 			}
-			rc = mk_store(data_dir, window, names, n, s, first, last, ival, src, &v, err, sizeof err);
+			double *cols = NULL;
+			if (coinglass) {
+				cg.assets = names;
+				cg.n_assets = n;
+				rc = mk_cg_fetch_grid(&cg, first, last, ival, &cols, err, sizeof err);
+			}
+			if (rc == MK_OK)
+				rc = mk_store(data_dir, window, names, n, s, first, last, ival, cols, src, &v, err,
+					      sizeof err);
+			free(cols);
 		}
 		for (size_t i = 0; s && i < n; i++)
 			kl_series_free(&s[i]);
@@ -196,10 +272,13 @@ int cmd_data_fetch(int argc, char **argv)
 	else {
 		if (added == 0 && !v.path[0])
 			snprintf(v.label, sizeof v.label, "%s (unchanged)", window);
-		fetch_print(window, &v, n, added, (double)(fetch_now_ms() - t0) / 1000.0);
+		fetch_print(window, &v, n, added, coinglass, (double)(fetch_now_ms() - t0) / 1000.0);
 		out = CLI_OK;
 	}
 	json_object_put(v.quality);
+	if (cgkey.data)
+		sodium_memzero(cgkey.data, cgkey.cap);
+	buf_free(&cgkey);
 	free(store);
 	config_free(&cfg);
 	return out;
@@ -207,5 +286,5 @@ bad:
 	return cli_error(CLI_USAGE, "bad_request",
 			 "usage: agenttest data fetch --days-back N [--assets A,B|all] [--interval 1m] [--data-dir DIR] "
 			 "[--window LABEL] [--refresh] [--parallel N] [--no-pace] [--timeout-ms MS] [--backoff-ms MS] "
-			 "[--rate-wait-ms MS]");
+			 "[--rate-wait-ms MS] [--coinglass]");
 }

@@ -32,6 +32,8 @@ int cli_read_strategy(const char *path, size_t max, char **code, size_t *len);
 
 /* `agenttest data fetch` (cmd_fetch.c), argv from "fetch". */
 int cmd_data_fetch(int argc, char **argv);
+/* agenttest data prefetch: queue prefetch jobs (cmd_prefetch.c). */
+int cmd_data_prefetch(int argc, char **argv);
 
 /* Print {"error":msg,"code":code,"detail":msg} on stderr; returns `status`. */
 int cli_error(int status, const char *code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -3,7 +3,7 @@
  *
  * Theory of operation. bt_run and stream_evaluate hand the running host to
  * their caller through the `on_host` hook of their requests
- * (evaluator/backtest.h, evaluator/stream.h): job_on_host(ctl, run) is
+ * (evaluator/runner/drive/backtest.h, evaluator/runner/drive/stream.h): job_on_host(ctl, run) is
  * called once the sandbox has started and job_on_host(ctl, NULL) just
  * before sbx_finish releases it. It registers the run in the slot's
  * job_ctl under the job_ctl's mutex; job_cancel() takes the same mutex and,

@@ -51,7 +51,8 @@
 
 #include "log.h"
 #include "xalloc.h"
-#include "evaluator/protocol.h"
+#include "evaluator/runner/drive/protocol.h"
+#include "evaluator/runner/drive/verdict_map.h"
 #include "evaluator/runner/check_service.h"
 #include "sandbox/sandbox.h"
 
@@ -71,8 +72,6 @@
 					    one-line defs make about 190 KiB */
 #define CHECK_MSG_MAX       400
 #define CHECK_MISSING_MAX   8
-#define CHECK_REQ_FRAME     0x05
-#define CHECK_ANS_FRAME     0x85
 
 
 struct pending {
@@ -233,14 +232,14 @@ bad:
 	return NULL;
 }
 
-/* Why a limit ended a check, for the user. */
-static const char *limit_reason(enum sbx_status st)
+/* Why a limit ended a check, for the user (e from verdict_map_error). */
+static const char *limit_reason(enum ev_err e)
 {
-	switch (st) {
-	case SBX_TO: return "time limit";
-	case SBX_ML: return "memory limit";
-	case SBX_OL: return "output limit";
-	default:     return "checker crashed";
+	switch (e) {
+	case EV_TIMEOUT:      return "time limit";
+	case EV_MEMORY_LIMIT: return "memory limit";
+	case EV_OUTPUT_LIMIT: return "output limit";
+	default:              return "checker crashed";
 	}
 }
 
@@ -271,14 +270,14 @@ static enum check_status run_check_once(uint32_t box, const char *code, size_t l
 	enum proto_status st = proto_recv(&pc, &h, &meta, NULL, PROTO_MAX_META_IN, 0);
 	if (st == PROTO_OK && h.type == PROTO_READY) {
 		buf_reset(&meta);
-		st = proto_send(&pc, CHECK_REQ_FRAME, NULL, 0, code, len);
+		st = proto_send(&pc, PROTO_CHECK, NULL, 0, code, len);
 		*reached = st == PROTO_OK;
 		if (st == PROTO_OK)
 			st = proto_recv(&pc, &h, &meta, NULL, CHECK_HOST_META_MAX, 0);
 	}
 	if (st != PROTO_OK)
 		snprintf(err, errlen, "strategy host: %s", proto_status_str(st));
-	else if (h.type != CHECK_ANS_FRAME)
+	else if (h.type != PROTO_CHECKED)
 		snprintf(err, errlen, "strategy host answered frame 0x%02x to CHECK", h.type);
 	else if (!(a = json_tokener_parse(buf_cstr(&meta))) || !json_object_is_type(a, json_type_object) ||
 		 !(*out = sanitize(a)))
@@ -292,13 +291,14 @@ static enum check_status run_check_once(uint32_t box, const char *code, size_t l
 		sbx_kill(&run);   /* not after EOF: the verdict must say why the host ended */
 	sbx_finish(&run, &v);
 	bool own_kill = v.status == SBX_SG && strcmp(v.message, "cancelled") == 0;
+	enum ev_err ve = verdict_map_error(&v);
 	if (rc != CHECK_ST_ANSWER && *reached && (st == PROTO_EOF || st == PROTO_TIMEOUT) && !own_kill &&
-	    (v.status == SBX_TO || v.status == SBX_ML || v.status == SBX_OL || v.status == SBX_SG)) {
+	    (ve == EV_TIMEOUT || ve == EV_MEMORY_LIMIT || ve == EV_OUTPUT_LIMIT || ve == EV_CRASHED)) {
 		/* the code made the parser blow a limit: the submission's fault */
 		json_object *o = json_object_new_object();
 		char msg[160];
 		snprintf(msg, sizeof msg, "code cannot be checked: parsing it hit the checker's %s (%.0f s CPU, %u MiB)",
-			 limit_reason(v.status), CHECK_CPU_S, CHECK_MEM_BYTES >> 20);
+			 limit_reason(ve), CHECK_CPU_S, CHECK_MEM_BYTES >> 20);
 		json_object_object_add(o, "ok", json_object_new_boolean(0));
 		json_object_object_add(o, "error", json_object_new_string("limit"));
 		json_object_object_add(o, "message", json_object_new_string(msg));

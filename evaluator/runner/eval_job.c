@@ -17,11 +17,12 @@
 #include "db.h"
 #include "xalloc.h"
 #include "evaluator/dataset.h"
-#include "evaluator/protocol.h"
+#include "evaluator/runner/drive/protocol.h"
+#include "evaluator/runner/forward.h"
 #include "evaluator/runner/jobq.h"
 #include "evaluator/runner/jobs.h"
 #include "evaluator/runner/runner.h"
-#include "evaluator/stream.h"
+#include "evaluator/runner/drive/stream.h"
 
 /* A claimed evaluation: its inputs and, once executed, its result object. */
 struct ejob {
@@ -47,26 +48,6 @@ static void ejob_free(struct ejob *e)
 	memset(e, 0, sizeof *e);
 }
 
-/* One statement; -1 with the message in err. */
-static int ex(struct db *db, const char *sql, const struct db_arg *a, size_t na, struct db_col *c, size_t nc,
-	      db_row_fn fn, void *ctx, struct db_result *res, struct buf *err)
-{
-	if (db_exec(db, sql, a, na, c, nc, fn, ctx, res, 0) != DB_OK) {
-		buf_printf(err, "database: %s", db_error(db));
-		return -1;
-	}
-	return 0;
-}
-
-/* Row callback: note the row and stop (its values stay in the columns). */
-static bool got_row(void *ctx, const struct db_col *cols, size_t ncols)
-{
-	(void)cols;
-	(void)ncols;
-	*(bool *)ctx = true;
-	return false;
-}
-
 /* kind->load: the pinned inputs of claimed evaluation l->id. 1, 0 vanished, -1 error. */
 static int eval_load(struct db *db, const struct jobq_lease *l, void *job, struct buf *err)
 {
@@ -80,9 +61,9 @@ static int eval_load(struct db *db, const struct jobq_lease *l, void *job, struc
 			      DB_COL_TEXT(days), DB_COL_TEXT(hold), DB_COL_INT };
 	struct db_arg k[] = { DB_ARG_TEXT(e->id) };
 	found = false;
-	if (ex(db, "SELECT e.challenge, e.mode, d.path, e.dataset_hash, e.code, CAST(e.days_back AS CHAR), "
+	if (db_run(db, "SELECT e.challenge, e.mode, d.path, e.dataset_hash, e.code, CAST(e.days_back AS CHAR), "
 		   "CAST(e.holdout_days AS CHAR), e.dev_only FROM evaluations e JOIN datasets d ON d.id = e.dataset_id "
-		   "WHERE e.id = ?", k, 1, d, 8, got_row, &found, NULL, err) == 0 && !found)
+		   "WHERE e.id = ?", k, 1, d, 8, db_row_once, &found, NULL, err) == 0 && !found)
 		rc = 0;
 	if (found) {
 		e->challenge = xstrdup(d[0].is_null ? "" : ch);
@@ -102,22 +83,6 @@ static int eval_load(struct db *db, const struct jobq_lease *l, void *job, struc
 	return rc;
 }
 
-/* The primary metric of a result dictionary: its name and finite value. */
-static bool primary(json_object *res, const char **name, double *v)
-{
-	static const char *const keys[] = { "mean_auc", "direct_log_loss", "mean_balanced_accuracy", "mean_spearman" };
-	json_object *x;
-	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-		if (json_object_object_get_ex(res, keys[i], &x)) {
-			*name = keys[i];
-			if (!x || !(json_object_is_type(x, json_type_double) || json_object_is_type(x, json_type_int)))
-				return false;
-			*v = json_object_get_double(x);
-			return isfinite(*v);
-		}
-	return false;
-}
-
 /* kind->columns: the primary metric and its score (completed), and the result object. */
 static void eval_columns(void *job, const struct job_outcome *o, struct jobq_set *set)
 {
@@ -126,7 +91,7 @@ static void eval_columns(void *job, const struct job_outcome *o, struct jobq_set
 	if (o->status == JOB_COMPLETED) {
 		const char *metric = NULL;
 		double v = 0;
-		bool ok = primary(e->out, &metric, &v);
+		bool ok = policy_primary_metric(e->out, &metric, &v);
 		snprintf(e->score, sizeof e->score, "%.17g", v);
 		jobq_set_col(set, "metric", metric ? DB_ARG_TEXT(metric) : DB_ARG_NULL);
 		jobq_set_col(set, "score", ok ? DB_ARG_TEXT(e->score) : DB_ARG_NULL);
@@ -178,6 +143,7 @@ static void eval_execute(const struct jobq_slot *s, const struct jobq_lease *l, 
 		o->status = JOB_COMPLETED;
 		return;
 	}
+	policy_cap_untrusted(e->out);   /* what the strategy wrote comes back bounded */
 	json_object *m = NULL;
 	const char *code = ev_errcode(e->rc), *msg = "evaluation failed";
 	if (e->out && json_object_object_get_ex(e->out, "code", &m))
@@ -197,4 +163,5 @@ static void eval_release(void *job)
 const struct job_kind eval_kind = {
 	.name = "evaluation", .table = "evaluations", .lease_s = RUNNER_LEASE_S, .job_size = sizeof(struct ejob),
 	.load = eval_load, .execute = eval_execute, .columns = eval_columns, .release = eval_release,
+	.owner_col = "owner_id",
 };

@@ -27,10 +27,12 @@
 
 #include <json-c/json.h>
 
-#include "evaluator/backtest.h"
+#include "evaluator/runner/drive/backtest.h"
+#include "evaluator/buyhold.h"
 #include "evaluator/dataset.h"
 #include "evaluator/pyrepr.h"
 #include "evaluator/runner/runner.h"
+#include "log.h"
 #include "xalloc.h"
 
 /* Wall seconds with nanoseconds. */
@@ -126,45 +128,85 @@ static void resources_json(struct buf *b, const struct bt_result *res)
 	buf_putc(b, '}');
 }
 
-/* Write <root>/<id>/equity.csv (step,equity) via a temporary file. 0 or -1. */
-static int write_artifacts(const char *root, const char *id, const double *eq, size_t n, struct buf *dir)
+/*
+ * Write <root>/<id>/equity.csv (step,equity) via a temporary file. 0 or -1.
+ * On failure nothing of this attempt stays behind (the temporary file is
+ * removed, the run's directory too if this call created it and it is
+ * empty), why holds the reason without any server path ("equity.csv: No
+ * space left on device") for the run's artifacts_error, and one
+ * artifacts_failed line goes to the log with the path and errno for the
+ * operator.
+ */
+static int write_artifacts(const char *root, const char *id, const double *eq, size_t n, struct buf *dir,
+			   struct buf *why)
 {
 	char path[PATH_MAX], tmp[PATH_MAX], t[PYREPR_MAX];
 	struct buf b = BUF_INIT;
-	int rc = -1, fd = -1;
+	int rc = -1, fd = -1, e = 0;
+	bool made_dir = false, made_tmp = false;
+	const char *step = "equity.csv";
 	buf_printf(dir, "%s/%s", root, id);
 	(void)mkdir(root, 0750);
-	if (mkdir(dir->data, 0750) != 0 && errno != EEXIST)
+	if (mkdir(dir->data, 0750) == 0) {
+		made_dir = true;
+	} else if (errno != EEXIST) {
+		e = errno;
+		step = "run directory";
 		goto out;
+	}
 	if (snprintf(path, sizeof path, "%s/equity.csv", dir->data) >= (int)sizeof path ||
-	    snprintf(tmp, sizeof tmp, "%s/.equity.csv.tmp", dir->data) >= (int)sizeof tmp)
+	    snprintf(tmp, sizeof tmp, "%s/.equity.csv.tmp", dir->data) >= (int)sizeof tmp) {
+		e = ENAMETOOLONG;
 		goto out;
+	}
 	buf_puts(&b, "step,equity\n");
 	for (size_t i = 0; i < n; i++) {
 		pyrepr_double(eq[i], t);
 		buf_printf(&b, "%zu,%s\n", i, t);
 	}
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
-	if (fd < 0)
+	if (fd < 0) {
+		e = errno;
 		goto out;
+	}
+	made_tmp = true;
 	size_t off = 0;
 	while (off < b.len) {
 		ssize_t w = write(fd, b.data + off, b.len - off);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
+		if (w <= 0) {
+			e = w < 0 ? errno : ENOSPC;   /* a write of 0 bytes on a regular file: no space */
 			goto out;
+		}
 		off += (size_t)w;
 	}
-	if (close(fd) != 0) {
-		fd = -1;
+	int crc = close(fd);
+	fd = -1;
+	if (crc != 0 || rename(tmp, path) != 0) {
+		e = errno;
 		goto out;
 	}
-	fd = -1;
-	rc = rename(tmp, path);
+	rc = 0;
 out:
 	if (fd >= 0)
-		close(fd);
+		(void)close(fd);
+	if (rc != 0) {
+		if (made_tmp)
+			(void)unlink(tmp);
+		if (made_dir)
+			(void)rmdir(dir->data);
+		buf_reset(why);
+		buf_printf(why, "%s: %s", step, strerror(e ? e : EIO));
+		struct buf l = BUF_INIT;
+		log_begin(&l, LOG_LVL_ERROR, "artifacts_failed");
+		log_str(&l, "run_id", id);
+		log_str(&l, "path", dir->data ? dir->data : root);
+		log_str(&l, "reason", why->data);
+		log_int(&l, "errno", e ? e : EIO);
+		log_end(&l);
+		buf_free(&l);
+	}
 	buf_free(&b);
 	return rc;
 }
@@ -227,6 +269,37 @@ static void take_result(const struct rjob *j, struct bt_result *res, struct rres
 	(void)j;
 }
 
+/*
+ * The fills and per-bar positions of a completed positions run (fills.h),
+ * from the engine's clamped exposures w and the dataset's closes and
+ * timestamps. The replay must give back the scored curve bit for bit; if
+ * it did not (a bug, never the strategy's doing) the run keeps its equity
+ * and stores no trades rather than trades that do not add up.
+ */
+static void take_fills(const struct rjob *j, const struct engine_cfg *cfg, const double *prices,
+		       const int64_t *ts, const double *w, struct rresult *r)
+{
+	size_t n = r->n, cap = n > 1 ? n - 1 : 0;   /* at most one fill per executed bar */
+	struct fills_out o = {
+		.max = cap < FILLS_STORE_MAX ? cap : FILLS_STORE_MAX,
+		.positions = xcalloc(n ? n : 1, sizeof(double)),
+		.equity = xcalloc(n ? n : 1, sizeof(double)),
+	};
+	o.fills = xcalloc(o.max ? o.max : 1, sizeof(struct fill));
+	fills_compute(cfg, prices, ts, w, n, &o);
+	if (memcmp(o.equity, r->equity, n * sizeof(double)) != 0) {
+		log_msg(LOG_LVL_ERROR, "fills_mismatch", "run %s: the fills do not replay the scored equity; no trades stored", j->id);
+		free(o.fills);
+		free(o.positions);
+	} else {
+		r->fills = o.fills;
+		r->n_fills = o.stored;
+		r->fills_total = o.total;
+		r->positions = o.positions;
+	}
+	free(o.equity);
+}
+
 void job_execute(const struct job_env *env, struct job_ctl *ctl, const struct rjob *j,
 		 struct rresult *r, struct buf *artifacts_dir)
 {
@@ -277,9 +350,18 @@ void job_execute(const struct job_env *env, struct job_ctl *ctl, const struct rj
 		goto out;
 	}
 	take_result(j, &res, r, t0);
+	if (r->status == RJOB_COMPLETED) {
+		/* the benchmark from the dataset's closes, over the bars the run saw */
+		r->benchmark = xcalloc(r->n ? r->n : 1, sizeof(double));
+		buyhold_curve(prices, r->n, r->benchmark);
+		if (res.positions)
+			take_fills(j, &rq.engine, prices, ds_timestamps(ds), res.positions, r);
+	}
 	if (r->status == RJOB_COMPLETED &&
-	    write_artifacts(env->artifacts_root, j->id, r->equity, r->n, artifacts_dir) != 0) {
-		buf_reset(artifacts_dir);   /* the DB holds the curve; the file is a convenience copy */
+	    write_artifacts(env->artifacts_root, j->id, r->equity, r->n, artifacts_dir, &r->artifacts_error) != 0) {
+		/* the DB holds the curve; the file is a convenience copy: the run
+		 * completes and shows artifacts_error instead of a path */
+		buf_reset(artifacts_dir);
 	}
 out:
 	if (r->runtime_s == 0)

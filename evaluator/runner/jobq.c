@@ -6,18 +6,22 @@
  * a stack buffer and the prepared-statement cache of common/db.h keys on the
  * resulting text: each kind gets its own cached statements. Values travel
  * only as bound parameters. Transactions are short and READ COMMITTED: a
- * claim is one SELECT ... FOR UPDATE SKIP LOCKED and one UPDATE; the finish
+ * claim is one SELECT ... FOR UPDATE SKIP LOCKED and one UPDATE, after a
+ * lock-free hint of whose turn it is (jobq_fair.c); the finish
  * is one guarded UPDATE plus the kind's own statements, committed together
  * or not at all. Every statement that changes a claimed row carries the
  * guard `id = ? AND status = 'running' AND lease_owner = ? AND attempts = ?`.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "xalloc.h"
 #include "evaluator/runner/jobq.h"
+#include "evaluator/runner/jobq_fair.h"
 #include "evaluator/runner/runner.h"
 
 #define SQL_MAX 2048
@@ -38,10 +42,8 @@ void job_outcome_fail(struct job_outcome *o, const char *code, const char *fmt, 
 {
 	va_list ap;
 	o->status = JOB_FAILED;
-	snprintf(o->error_code, sizeof o->error_code, "%s", code);
-	buf_reset(&o->message);
 	va_start(ap, fmt);
-	buf_vprintf(&o->message, fmt, ap);
+	job_error_vset(o->error_code, sizeof o->error_code, &o->message, code, fmt, ap);
 	va_end(ap);
 }
 
@@ -69,30 +71,10 @@ bool jobq_add(struct jobq *q, const struct job_kind *k, void *env)
 	return true;
 }
 
-/* Run one statement; on error put the message in err and return -1. */
-static int x(struct db *db, const char *sql, const struct db_arg *a, size_t na, struct db_col *c, size_t nc,
-	     db_row_fn fn, void *ctx, struct db_result *res, struct buf *err)
-{
-	if (db_exec(db, sql, a, na, c, nc, fn, ctx, res, 0) != DB_OK) {
-		buf_printf(err, "database: %s", db_error(db));
-		return -1;
-	}
-	return 0;
-}
-
-/* Row callback: note that a row came and stop (its values stay in the columns). */
-static bool one_row(void *ctx, const struct db_col *cols, size_t ncols)
-{
-	(void)cols;
-	(void)ncols;
-	*(bool *)ctx = true;
-	return false;
-}
-
 /* Start a READ COMMITTED transaction. 0 or -1. */
 static int begin(struct db *db, struct buf *err)
 {
-	if (x(db, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED", NULL, 0, NULL, 0, NULL, NULL, NULL, err) != 0)
+	if (db_run(db, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED", NULL, 0, NULL, 0, NULL, NULL, NULL, err) != 0)
 		return -1;
 	if (db_begin(db) != DB_OK) {
 		buf_printf(err, "database: %s", db_error(db));
@@ -123,20 +105,25 @@ static const char *sqlf(char *sql, const char *fmt, ...)
 }
 
 /*
- * Claim the first queued row of kind k. 1 claimed (l filled), 0 none, -1
- * error.
+ * Claim the first queued row of kind k, of job owner `who` when not NULL
+ * (k->owner_col = who). 1 claimed (l filled), 0 none, -1 error.
  */
-static int claim_row(struct db *db, const char *owner, const struct job_kind *k, struct jobq_lease *l,
-		     struct buf *err)
+static int claim_row(struct db *db, const char *owner, const struct job_kind *k, const char *who,
+		     struct jobq_lease *l, struct buf *err)
 {
 	char sql[SQL_MAX], id[64] = "";
 	struct db_col c[] = { DB_COL_TEXT(id), DB_COL_INT, DB_COL_INT };
+	struct db_arg w[] = { DB_ARG_TEXT(who ? who : "") };
 	bool found = false;
 	if (begin(db, err) != 0)
 		return -1;
-	if (x(db, sqlf(sql, "SELECT id, attempts, max_attempts FROM %s WHERE status = 'queued' "
-			    "ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED", k->table),
-	      NULL, 0, c, 3, one_row, &found, NULL, err) != 0)
+	if (who)
+		sqlf(sql, "SELECT id, attempts, max_attempts FROM %s WHERE status = 'queued' AND %s = ? "
+			  "ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED", k->table, k->owner_col);
+	else
+		sqlf(sql, "SELECT id, attempts, max_attempts FROM %s WHERE status = 'queued' "
+			  "ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED", k->table);
+	if (db_run(db, sql, w, who ? 1 : 0, c, 3, db_row_once, &found, NULL, err) != 0)
 		goto fail;
 	if (!found) {
 		db_rollback(db);
@@ -148,7 +135,7 @@ static int claim_row(struct db *db, const char *owner, const struct job_kind *k,
 	l->attempt = (unsigned)c[1].i + 1;
 	l->max_attempts = (unsigned)c[2].i;
 	struct db_arg a[] = { DB_ARG_TEXT(owner), DB_ARG_INT(k->lease_s), DB_ARG_INT(l->attempt), DB_ARG_TEXT(l->id) };
-	if (x(db, sqlf(sql, "UPDATE %s SET status = 'running', lease_owner = ?, "
+	if (db_run(db, sqlf(sql, "UPDATE %s SET status = 'running', lease_owner = ?, "
 			    "lease_expires_at = NOW(6) + INTERVAL ? SECOND, attempts = ?, started_at = NOW(6) "
 			    "WHERE id = ?", k->table),
 	      a, 4, NULL, 0, NULL, NULL, NULL, err) != 0 || commit(db, err) != 0)
@@ -159,12 +146,71 @@ fail:
 	return -1;
 }
 
+/*
+ * Claim a queued row of kind k: fair between owners when the kind names its
+ * owner column (jobq_fair.c: the owners in turn, each one's oldest row),
+ * then oldest first (no owner column, or every owner's row was taken by
+ * another runner meanwhile). 1 claimed, 0 none, -1 error.
+ */
+static int claim_kind(struct db *db, const char *owner, const struct job_kind *k, struct jobq_lease *l,
+		      struct buf *err)
+{
+	struct jobq_fair f = { .n = 0 };
+	if (k->owner_col && jobq_fair_owners(db, k, &f, err) != 0)
+		return -1;
+	for (size_t i = 0; i < f.n; i++) {
+		int got = claim_row(db, owner, k, f.owner[i], l, err);
+		if (got != 0)
+			return got;
+	}
+	return claim_row(db, owner, k, NULL, l, err);
+}
+
+/*
+ * Which kinds have a queued row, in one statement with neither a
+ * transaction nor a lock: bit i of *mask for kind q->k[i]. Most claims find
+ * nothing (a slot that just finished, a wake-up another slot served), and
+ * this makes such a claim one round trip instead of four per kind. A hint
+ * only: a row seen here may be claimed by another runner first (the locking
+ * claim then finds none), and a row committed just after it is found by the
+ * next claim, exactly as after an empty locking claim. 0 or -1.
+ */
+static int queued_kinds(struct db *db, const struct jobq *q, unsigned *mask, struct buf *err)
+{
+	char sql[SQL_MAX];
+	struct db_col c[JOBQ_KINDS_MAX];
+	bool found = false;
+	size_t off = (size_t)snprintf(sql, sizeof sql, "SELECT ");
+	for (size_t i = 0; i < q->n && off < sizeof sql; i++) {
+		c[i] = (struct db_col)DB_COL_INT;
+		off += (size_t)snprintf(sql + off, sizeof sql - off, "%sEXISTS (SELECT 1 FROM %s WHERE status = 'queued')",
+					i ? ", " : "", q->k[i].kind->table);
+	}
+	if (off >= sizeof sql)
+		abort();   /* the kinds' table names are constants far below SQL_MAX */
+	*mask = 0;
+	if (db_run(db, sql, NULL, 0, c, q->n, db_row_once, &found, NULL, err) != 0)
+		return -1;
+	for (size_t i = 0; found && i < q->n; i++)
+		if (!c[i].is_null && c[i].i != 0)
+			*mask |= 1u << i;
+	return 0;
+}
+
 int jobq_claim(struct db *db, const struct jobq *q, struct jobq_job *j, struct buf *err)
 {
+	unsigned queued;
 	memset(j, 0, sizeof *j);
+	if (q->n == 0)
+		return 0;
+again:
+	if (queued_kinds(db, q, &queued, err) != 0)
+		return -1;
 	for (size_t i = 0; i < q->n; i++) {
 		const struct job_kind *k = q->k[i].kind;
-		int got = claim_row(db, q->owner, k, &j->lease, err);
+		if (!(queued & (1u << i)))
+			continue;
+		int got = claim_kind(db, q->owner, k, &j->lease, err);
 		if (got < 0)
 			return -1;
 		if (got == 0)
@@ -190,7 +236,7 @@ int jobq_claim(struct db *db, const struct jobq *q, struct jobq_job *j, struct b
 		if (w < 0)
 			return -1;
 		/* try the next row of this kind: go round again from the first kind */
-		i = (size_t)-1;
+		goto again;
 	}
 	return 0;
 }
@@ -252,7 +298,7 @@ int jobq_finish(struct db *db, const char *owner, struct jobq_job *j, const stru
 	a[n++] = DB_ARG_INT(j->lease.attempt);
 	if (begin(db, err) != 0)
 		goto out;
-	if (x(db, buf_cstr(&sql), a, n, NULL, 0, NULL, NULL, &res, err) != 0)
+	if (db_run(db, buf_cstr(&sql), a, n, NULL, 0, NULL, NULL, &res, err) != 0)
 		goto fail;
 	if (res.affected != 1) {
 		db_rollback(db);   /* the lease was lost: the other claim's result counts */
@@ -281,7 +327,7 @@ static int back_to_queue(struct db *db, const char *owner, const struct jobq_lea
 	struct db_result res = { 0 };
 	snprintf(sql, sizeof sql, "UPDATE %s SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL, "
 		 "started_at = NULL%s WHERE " GUARD, l->kind->table, uncount ? ", attempts = attempts - 1" : "");
-	if (x(db, sql, a, 3, NULL, 0, NULL, NULL, &res, err) != 0)
+	if (db_run(db, sql, a, 3, NULL, 0, NULL, NULL, &res, err) != 0)
 		return -1;
 	return res.affected == 1 ? 1 : 0;
 }
@@ -294,6 +340,43 @@ int jobq_requeue(struct db *db, const char *owner, const struct jobq_lease *l, s
 int jobq_hand_back(struct db *db, const char *owner, const struct jobq_lease *l, struct buf *err)
 {
 	return back_to_queue(db, owner, l, true, err);
+}
+
+/* Sleep ms milliseconds (a pause between write retries; EINTR resumes). */
+static void pause_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/*
+ * The finishing write of jobq_process, retried as its contract says: 1
+ * written, 0 lease lost, -1 given up (message in err).
+ */
+static int finish_retrying(struct db *db, const struct jobq *q, struct jobq_job *j, const struct jobq_slot *s,
+			   const struct job_outcome *o, struct buf *err)
+{
+	long wait = JOBQ_WRITE_RETRY_MS;
+	bool answered_once = false;
+	for (unsigned tries = 1;; tries++) {
+		int w = jobq_finish(db, q->owner, j, o, err);
+		if (w >= 0)
+			return w;
+		bool hand_back = false;
+		if (job_cancelled(s->ctl, &hand_back) && hand_back)
+			return -1;   /* the runner stops: the lease expires, the job is reaped */
+		if (db_ping(db) == DB_OK) {
+			if (answered_once)
+				return -1;   /* the database answers and refuses: not an outage */
+			answered_once = true;
+		}
+		if (s->write_failed)
+			s->write_failed(&j->lease, tries, buf_cstr(err));
+		buf_reset(err);
+		pause_ms(wait);
+		wait = wait * 2 > JOBQ_WRITE_RETRY_MAX_MS ? JOBQ_WRITE_RETRY_MAX_MS : wait * 2;
+	}
 }
 
 enum jobq_end jobq_process(struct db *db, const struct jobq *q, struct jobq_job *j, const struct jobq_slot *s,
@@ -321,7 +404,7 @@ enum jobq_end jobq_process(struct db *db, const struct jobq *q, struct jobq_job 
 		int w = jobq_requeue(db, q->owner, &j->lease, err);
 		return w < 0 ? JOBQ_DB_ERROR : w == 0 ? JOBQ_LEASE_LOST : JOBQ_REQUEUED;
 	}
-	int w = jobq_finish(db, q->owner, j, o, err);
+	int w = finish_retrying(db, q, j, s, o, err);
 	return w < 0 ? JOBQ_DB_ERROR : w == 0 ? JOBQ_LEASE_LOST : JOBQ_WRITTEN;
 }
 
@@ -331,7 +414,7 @@ int jobq_heartbeat(struct db *db, const struct jobq *q, struct buf *err)
 	for (size_t i = 0; i < q->n; i++) {
 		const struct job_kind *k = q->k[i].kind;
 		struct db_arg a[] = { DB_ARG_INT(k->lease_s), DB_ARG_TEXT(q->owner) };
-		if (x(db, sqlf(sql, "UPDATE %s SET lease_expires_at = NOW(6) + INTERVAL ? SECOND "
+		if (db_run(db, sqlf(sql, "UPDATE %s SET lease_expires_at = NOW(6) + INTERVAL ? SECOND "
 				    "WHERE status = 'running' AND lease_owner = ?", k->table),
 		      a, 2, NULL, 0, NULL, NULL, NULL, err) != 0)
 			return -1;
@@ -358,7 +441,7 @@ int jobq_cancel_requests(struct db *db, const struct jobq *q, struct buf *out, s
 		struct db_col c[] = { DB_COL_TEXT(id) };
 		struct db_arg a[] = { DB_ARG_TEXT(q->owner) };
 		struct db_result res = { 0 };
-		if (x(db, sqlf(sql, "SELECT id FROM %s WHERE status = 'running' AND cancel_requested = 1 "
+		if (db_run(db, sqlf(sql, "SELECT id FROM %s WHERE status = 'running' AND cancel_requested = 1 "
 				    "AND lease_owner = ?", q->k[i].kind->table),
 		      a, 1, c, 1, collect_id, out, &res, err) != 0)
 			return -1;
@@ -402,7 +485,7 @@ static int reap_kind(struct db *db, const struct job_kind *k, struct buf *err)
 	int requeued = 0;
 	if (begin(db, err) != 0)
 		return -1;
-	if (x(db, sqlf(sql, "SELECT id, attempts, max_attempts, cancel_requested FROM %s "
+	if (db_run(db, sqlf(sql, "SELECT id, attempts, max_attempts, cancel_requested FROM %s "
 			    "WHERE status = 'running' AND lease_expires_at < NOW(6) "
 			    "ORDER BY lease_expires_at LIMIT %d FOR UPDATE SKIP LOCKED", k->table, JOBQ_REAP_BATCH),
 	      NULL, 0, c, 4, collect_expired, &l, NULL, err) != 0)
@@ -429,7 +512,7 @@ static int reap_kind(struct db *db, const struct job_kind *k, struct buf *err)
 				  "WHERE id = ?", k->table);
 			requeued++;
 		}
-		if (x(db, sql, a, na, NULL, 0, NULL, NULL, NULL, err) != 0)
+		if (db_run(db, sql, a, na, NULL, 0, NULL, NULL, NULL, err) != 0)
 			goto fail;
 	}
 	if (commit(db, err) != 0)

@@ -8,8 +8,9 @@
  *
  *   enqueue    the API tier INSERTs a row with the defaults (status
  *              'queued', attempts 0) and sends the wake-up datagram
- *   claim      one short READ COMMITTED transaction: SELECT the first queued
- *              row FOR UPDATE SKIP LOCKED, UPDATE it to running with
+ *   claim      pick the owner whose turn it is (fair share, jobq_claim), then
+ *              one short READ COMMITTED transaction: SELECT that owner's
+ *              first queued row FOR UPDATE SKIP LOCKED, UPDATE it to running with
  *              lease_owner = this runner, lease_expires_at = now + lease_s,
  *              attempts + 1; then the kind's load() reads its inputs
  *   heartbeat  every second while busy, renew the leases of this runner
@@ -72,6 +73,9 @@
  *                result rows, bumping a generation counter, ...)
  *      release   free what load and execute allocated in the job struct
  *
+ *    owner_col optional: the owner column; claims are then fair between
+ *                owners (jobq_claim), else oldest first
+ *
  * 3. One line in the runner's kind list (main.c: jobq_add(&q, &x_kind,
  *    env)); the order of jobq_add is the claim priority. Heartbeat, cancel,
  *    reap, retry, hand-back and the finishing write then work for it with
@@ -94,6 +98,8 @@
 #define JOBQ_CODE_MAX    32      /* error_code VARCHAR(32) */
 #define JOBQ_MESSAGE_MAX 3072    /* bytes of an error message kept (the API reads 4 KiB) */
 #define JOBQ_REAP_BATCH  32      /* expired leases handled per kind per reap */
+#define JOBQ_WRITE_RETRY_MS     250    /* first pause before retrying a failed finishing write */
+#define JOBQ_WRITE_RETRY_MAX_MS 2000   /* longest pause between such retries */
 
 struct job_ctl;
 struct job_kind;
@@ -135,6 +141,9 @@ struct jobq_slot {
 	unsigned        box_id;   /* sandbox box of this slot */
 	struct job_ctl *ctl;      /* the slot's cancellation handle (runner.h) */
 	void           *env;      /* the kind's environment, as given to jobq_add */
+	/* Optional: told of each failed finishing write that jobq_process
+	 * retries (tries: 1, 2, ...; why: the database's message). */
+	void          (*write_failed)(const struct jobq_lease *l, unsigned tries, const char *why);
 };
 
 struct job_kind {
@@ -153,6 +162,13 @@ struct job_kind {
 		       struct buf *err);
 	/* Free what load and execute put in job (not job itself). */
 	void (*release)(void *job);
+	/*
+	 * Optional: the column naming whose job a row is (a constant, e.g.
+	 * "owner_id"). With it the claim is fair between owners (see jobq_claim);
+	 * without it, oldest first. The table then needs the indexes
+	 * (status, <owner_col>, seq) and (<owner_col>, started_at).
+	 */
+	const char *owner_col;
 };
 
 /* The kinds a runner serves, in claim priority, and its lease owner. */
@@ -178,8 +194,14 @@ struct jobq_job {
 };
 
 /*
- * Claim the first queued row of the first kind (in jobq_add order) that has
- * one, and load it. 1 claimed (*j filled; free with jobq_job_free), 0 every
+ * Claim a queued row of the first kind (in jobq_add order) that has one,
+ * and load it. Within a kind with an owner_col the claim is fair between
+ * owners: the owner with the fewest running jobs of the kind goes first,
+ * ties to the owner served least recently (the oldest latest started_at;
+ * never served first), then to the oldest queued row; that owner's oldest
+ * queued row is claimed. So one owner's backlog is served round-robin with
+ * everyone else's and never starves another owner's one job. Kinds without
+ * an owner_col are served oldest first. 1 claimed (*j filled; free with jobq_job_free), 0 every
  * queue empty, -1 on a database error (message in err). A claimed row whose
  * load fails is failed with `internal` (it would fail every runner).
  */
@@ -202,6 +224,16 @@ enum jobq_end {
  * cancellation state: hand it back, re-queue it for a retry, or finish it
  * (jobq_finish). The outcome (o, initialised by the caller) is left for
  * logging.
+ *
+ * A finished job is never executed again for want of a database: when the
+ * finishing write fails while the database is unreachable (a MariaDB
+ * restart), the outcome is kept and the write retried (backing off from
+ * JOBQ_WRITE_RETRY_MS to JOBQ_WRITE_RETRY_MAX_MS) until it is written or
+ * refused because the lease was lost; the slot stays busy meanwhile, so the
+ * runner's heartbeat renews the lease as soon as the database answers.
+ * Only a hand-back (the end of a SIGTERM drain) gives up (JOBQ_DB_ERROR;
+ * the job is then reaped as after a crash). A failure while the database
+ * answers is retried once, then JOBQ_DB_ERROR.
  */
 enum jobq_end jobq_process(struct db *db, const struct jobq *q, struct jobq_job *j, const struct jobq_slot *s,
 			   struct job_outcome *o, struct buf *err);

@@ -11,7 +11,8 @@
  *     │  reap:      every RUNNER_REAP_MS, re-queue runs whose lease expired
  *     │             (another runner died) or fail them with runner_lost
  *     │  wake:      a datagram from the API, a re-queue, or the idle poll
- *     │             bumps `gen` and wakes the idle slots
+ *     │             bumps `gen` and wakes the idle slots; after a job's
+ *     │             final write the slot wakes the API's waiters (jobwait.h)
  *     ▼
  *   slot threads (N) ── each with its own DB connection
  *        loop: jobq_claim (runs first, then evaluations: FOR UPDATE SKIP
@@ -46,6 +47,7 @@
 #include "db.h"
 
 #include "config.h"
+#include "jobwait.h"
 #include "log.h"
 #include "xalloc.h"
 #include "evaluator/runner/runner.h"
@@ -53,6 +55,8 @@
 #include "evaluator/runner/jobq.h"
 #include "evaluator/runner/jobs.h"
 #include "evaluator/runner/check_service.h"
+#include "evaluator/runner/agent.h"
+#include "evaluator/runner/forward.h"
 
 struct slot {
 	pthread_t       thread;
@@ -70,11 +74,15 @@ static struct {
 	const char     *db_url;
 	char            owner[RUNNER_OWNER_MAX];
 	struct job_env  env;
+	struct prefetch_env prefetch;
+	struct forward_env forward;   /* issue 18 */
+	struct agent_env agents;    /* the agent iteration kind (agent_job.c) */
 	struct jobq     q;          /* the kinds served, in claim priority */
 	struct slot     slots[RUNNER_MAX_SLOTS];
 	unsigned        nslots;
 	atomic_uint     busy;
 	atomic_ulong    completed;
+	const char     *notify_dir; /* RUNNER_NOTIFY_DIR: API waiters to wake (jobwait.h) */
 } R = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 
 /* Write end of the self-pipe the signal handler writes to. */
@@ -174,6 +182,21 @@ static void slot_leave(struct slot *s)
 	job_ctl_reset(s->ctl);
 }
 
+/* jobq_slot.write_failed: log a finishing write being retried (the 1st, 2nd, 4th, ... try). */
+static void log_write_retry(const struct jobq_lease *l, unsigned tries, const char *why)
+{
+	if (tries & (tries - 1))
+		return;
+	struct buf b = BUF_INIT;
+	log_begin(&b, LOG_LVL_WARNING, "finish_retrying");
+	log_str(&b, "run_id", l->id);
+	log_str(&b, "kind", l->kind->name);
+	log_int(&b, "tries", tries);
+	log_str(&b, "msg", why);
+	log_end(&b);
+	buf_free(&b);
+}
+
 /* Execute one claimed job and write its outcome; the slot is busy (slot_enter). */
 static void slot_run(struct slot *s, struct db *c, struct jobq_job *j)
 {
@@ -185,7 +208,7 @@ static void slot_run(struct slot *s, struct db *c, struct jobq_job *j)
 	snprintf(s->job_id, sizeof s->job_id, "%s", id);
 	pthread_mutex_unlock(&R.mu);
 
-	struct jobq_slot slot = { .box_id = s->index + 1, .ctl = s->ctl };
+	struct jobq_slot slot = { .box_id = s->index + 1, .ctl = s->ctl, .write_failed = log_write_retry };
 	switch (jobq_process(c, &R.q, j, &slot, &o, &err)) {
 	case JOBQ_HANDED_BACK:
 		log_run(LOG_LVL_INFO, "handed_back", id, NULL);
@@ -204,6 +227,7 @@ static void slot_run(struct slot *s, struct db *c, struct jobq_job *j)
 		break;
 	case JOBQ_WRITTEN:
 		atomic_fetch_add(&R.completed, 1);
+		jobwait_wake_all(R.notify_dir);   /* requests waiting for a job re-read it */
 		log_run(LOG_LVL_DEBUG, j->lease.kind == &run_kind ? "run_done" : "job_done", id,
 			o.status == JOB_COMPLETED ? "completed" : o.error_code[0] ? o.error_code : "failed");
 		break;
@@ -308,6 +332,14 @@ static void housekeeping(struct db **c, long long t, long long *last_hb, long lo
 		*last_reap = t;
 		int n = jobq_reap(*c, &R.q, &err);
 		if (n < 0)
+			goto fail;
+		if (n > 0) {
+			wake_slots();
+			jobwait_wake_all(R.notify_dir);   /* some may have failed (runner_lost) */
+		}
+		/* paused agents past MANTIS_PAUSE_TIMEOUT get their next iteration */
+		n = agent_auto_resume(*c, &R.agents, &err);
+		if (n < 0 || agent_purge_deleted(*c, &R.agents, &err) < 0)
 			goto fail;
 		if (n > 0)
 			wake_slots();
@@ -460,6 +492,28 @@ int main(int argc, char **argv)
 	jobq_init(&R.q, R.owner);
 	jobq_add(&R.q, &run_kind, &R.env);     /* claim priority: runs, then evaluations */
 	jobq_add(&R.q, &eval_kind, NULL);
+	R.prefetch.db_url = cfg.database_url;       /* market-data prefetches (issue 13) */
+	R.prefetch.data_dir = config_get(&cfg, "MANTIS_DATA_DIR");
+	R.prefetch.binance_url = config_get(&cfg, "BINANCE_API_URL");
+	R.prefetch.secret_file = cfg.secret_file;
+	R.prefetch.coinglass_url = config_get(&cfg, "COINGLASS_API_URL");
+	R.prefetch.keep_versions = (v = config_get(&cfg, "MANTIS_DATA_KEEP_VERSIONS"))
+		? opt_long("MANTIS_DATA_KEEP_VERSIONS", v, 1, 1000) : 3;
+	R.prefetch.backoff_ms = (v = config_get(&cfg, "MANTIS_FETCH_BACKOFF_MS"))
+		? opt_long("MANTIS_FETCH_BACKOFF_MS", v, 1, 60000) : 0;
+	jobq_add(&R.q, &prefetch_kind, &R.prefetch);
+	jobq_add(&R.q, &paper_kind, &R.env);      /* paper trading of the defaults (issue 18) */
+	if (!agent_env_init(&R.agents, &cfg, &err)) {
+		fprintf(stderr, "{\"error\":\"agents: %s\",\"code\":\"invalid_config\",\"detail\":\"agents: %s\"}\n",
+			buf_cstr(&err), buf_cstr(&err));
+		rc = 2;
+		goto out;
+	}
+	jobq_add(&R.q, &agent_kind, &R.agents);   /* agent iterations */
+	/* forward scores (issue 18): background work, claimed last */
+	R.forward.final_minutes = (v = config_get(&cfg, "AGENTTEST_FORWARD_FINAL_MINUTES"))
+		? opt_long("AGENTTEST_FORWARD_FINAL_MINUTES", v, 1, FWD_FINAL_MINUTES_MAX) : 0;
+	jobq_add(&R.q, &forward_kind, &R.forward);
 	if (mysql_library_init(0, NULL, NULL) != 0)
 		goto out;
 
@@ -469,6 +523,7 @@ int main(int argc, char **argv)
 		goto out;
 	const char *ndir = config_get(&cfg, "RUNNER_NOTIFY_DIR");
 	nfd = notify_bind(ndir, &npath);
+	R.notify_dir = ndir;
 
 	/* One zygote helper per slot (each serves one run at a time), started
 	 * now so the first runs do not pay the interpreter start-up. */

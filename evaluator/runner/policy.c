@@ -1,6 +1,6 @@
 /*
  * policy: the runner's pure decisions (no I/O), unit-tested in
- * tests/unit/runner/: id syntax, verdict-to-code mapping, log tails, metric
+ * tests/unit/runner/: log tails, metric
  * finiteness, byte-for-byte comparison of two results, JSON numbers.
  */
 #include <math.h>
@@ -11,41 +11,10 @@
 #include <string.h>
 
 #include "evaluator/runner/runner.h"
+#include "job_status.h"
 #include "xalloc.h"
 
 #include <json-c/json.h>
-
-bool policy_is_uuid(const char *s)
-{
-	if (!s || strlen(s) != 36)
-		return false;
-	for (size_t i = 0; i < 36; i++) {
-		char ch = s[i];
-		if (i == 8 || i == 13 || i == 18 || i == 23) {
-			if (ch != '-')
-				return false;
-		} else if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'))) {
-			return false;
-		}
-	}
-	return true;
-}
-
-const char *policy_code_for_verdict(const char *sbx_code)
-{
-	static const struct { const char *from, *to; } map[] = {
-		{ "timeout", "timeout" },
-		{ "memory_limit", "memory_limit" },
-		{ "forbidden_syscall", "forbidden_syscall" },
-		{ "output_limit", "output_limit" },
-		{ "signal", "crashed" },
-		{ "runtime_error", "crashed" },
-	};
-	for (size_t i = 0; sbx_code && i < sizeof map / sizeof map[0]; i++)
-		if (strcmp(sbx_code, map[i].from) == 0)
-			return map[i].to;
-	return "internal";
-}
 
 void policy_tail(struct buf *out, const char *s, size_t n, size_t max)
 {
@@ -54,6 +23,78 @@ void policy_tail(struct buf *out, const char *s, size_t n, size_t max)
 	while (start < n && ((unsigned char)s[start] & 0xC0) == 0x80)
 		start++;
 	buf_append(out, s + start, n - start);
+}
+
+/* Length of the first at most max bytes of s[0..n), cut at a UTF-8 boundary. */
+static size_t cap_head(const char *s, size_t n, size_t max)
+{
+	if (n <= max)
+		return n;
+	size_t k = max;
+	while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80)
+		k--;
+	return k;
+}
+
+/* Replace string member key of o by its head (tail = 0) or tail within max bytes. */
+static void cap_member(json_object *o, const char *key, size_t max, int tail)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+		return;
+	const char *s = json_object_get_string(v);
+	size_t n = (size_t)json_object_get_string_len(v);
+	if (n <= max)
+		return;
+	struct buf b = BUF_INIT;
+	if (tail)
+		policy_tail(&b, s, n, max);
+	else
+		buf_append(&b, s, cap_head(s, n, max));
+	json_object_object_add(o, key, json_object_new_string_len(b.data ? b.data : "", (int)b.len));
+	buf_free(&b);
+}
+
+/* Keep the last lines of the traceback array that fit in max bytes together. */
+static void cap_traceback(json_object *ex, size_t max)
+{
+	json_object *tb;
+	if (!json_object_object_get_ex(ex, "traceback", &tb))
+		return;
+	json_object *kept = json_object_new_array();
+	if (json_object_is_type(tb, json_type_array)) {
+		size_t n = json_object_array_length(tb), used = 0, first = n;
+		while (first > 0) {
+			json_object *l = json_object_array_get_idx(tb, first - 1);
+			size_t len = json_object_is_type(l, json_type_string) ? (size_t)json_object_get_string_len(l) : 0;
+			if (used + len + 1 > max)
+				break;
+			used += len + 1;
+			first--;
+		}
+		for (size_t i = first; i < n; i++) {
+			json_object *l = json_object_array_get_idx(tb, i);
+			if (json_object_is_type(l, json_type_string))
+				json_object_array_add(kept, json_object_get(l));
+		}
+	}
+	json_object_object_add(ex, "traceback", kept);
+}
+
+void policy_cap_untrusted(json_object *err)
+{
+	if (!err || !json_object_is_type(err, json_type_object))
+		return;
+	cap_member(err, "error", RUNNER_UNTRUSTED_FIELD_MAX, 0);
+	cap_member(err, "detail", RUNNER_UNTRUSTED_FIELD_MAX, 0);
+	cap_member(err, "log_tail", RUNNER_UNTRUSTED_FIELD_MAX, 1);
+	json_object *ex;
+	if (json_object_object_get_ex(err, "exception", &ex) && json_object_is_type(ex, json_type_object)) {
+		cap_member(ex, "message", RUNNER_UNTRUSTED_FIELD_MAX, 0);
+		cap_member(ex, "type", 128, 0);
+		cap_member(ex, "phase", 64, 0);
+		cap_traceback(ex, RUNNER_UNTRUSTED_FIELD_MAX);
+	}
 }
 
 /* Bits of a double, so -0.0 != 0.0 and NaN payloads count. */
@@ -159,7 +200,11 @@ void rresult_free(struct rresult *r)
 	buf_free(&r->error_message);
 	buf_free(&r->log_tail);
 	buf_free(&r->verification_json);
+	buf_free(&r->artifacts_error);
 	free(r->equity);
+	free(r->benchmark);
+	free(r->fills);
+	free(r->positions);
 	memset(r, 0, sizeof *r);
 }
 
@@ -167,9 +212,7 @@ void rresult_fail(struct rresult *r, const char *code, const char *fmt, ...)
 {
 	va_list ap;
 	r->status = RJOB_FAILED;
-	snprintf(r->error_code, sizeof r->error_code, "%s", code);
-	buf_reset(&r->error_message);
 	va_start(ap, fmt);
-	buf_vprintf(&r->error_message, fmt, ap);
+	job_error_vset(r->error_code, sizeof r->error_code, &r->error_message, code, fmt, ap);
 	va_end(ap);
 }

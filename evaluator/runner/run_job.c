@@ -17,34 +17,13 @@
 
 #include "db.h"
 #include "xalloc.h"
-#include "evaluator/backtest.h"
+#include "evaluator/runner/drive/backtest.h"
 #include "log.h"
 #include "evaluator/runner/jobq.h"
 #include "evaluator/runner/jobs.h"
 #include "evaluator/runner/runner.h"
 
 #define RDB_TEXT_MAX 65536u   /* a TEXT column */
-
-/* Run one statement; on error put the message in err and return -1. */
-static int x(struct db *db, const char *sql, const struct db_arg *a, size_t na, struct db_col *c, size_t nc,
-	     db_row_fn fn, void *ctx, struct db_result *res, struct buf *err)
-{
-	enum db_status st = db_exec(db, sql, a, na, c, nc, fn, ctx, res, 0);
-	if (st != DB_OK) {
-		buf_printf(err, "database: %s", db_error(db));
-		return -1;
-	}
-	return 0;
-}
-
-/* Row callback: note that a row came and stop (its values stay in the columns). */
-static bool one_row(void *ctx, const struct db_col *cols, size_t ncols)
-{
-	(void)cols;
-	(void)ncols;
-	*(bool *)ctx = true;
-	return false;
-}
 
 struct db *rdb_connect(const char *url, struct buf *err)
 {
@@ -121,11 +100,11 @@ static int load_run(struct db *db, struct rjob *j, struct buf *err)
 	struct db_arg a[] = { DB_ARG_TEXT(j->id) };
 	bool found = false;
 	int rc = -1;
-	if (x(db, "SELECT r.seq, r.strategy_version_id, r.dataset_version, d.path, r.dataset_hash, "
+	if (db_run(db, "SELECT r.seq, r.strategy_version_id, r.dataset_version, d.path, r.dataset_hash, "
 		  "r.code_hash, r.config_hash, r.params, r.asset, r.audit, r.verify_of, v.code, v.kind, r.engine "
 		  "FROM runs r JOIN strategy_versions v ON v.id = r.strategy_version_id "
 		  "JOIN datasets d ON d.id = r.dataset_id WHERE r.id = ?",
-	      a, 1, c, C__N, one_row, &found, NULL, err) != 0)
+	      a, 1, c, C__N, db_row_once, &found, NULL, err) != 0)
 		goto out;
 	rc = 0;
 	if (!found)
@@ -172,9 +151,13 @@ static struct db_arg metric_arg(const struct metrics *m, enum metric_id id, char
 	return DB_ARG_TEXT(txt);
 }
 
-/* INSERTs of metrics, equity and the leaderboard row of a completed run. */
-static int write_completed(struct db *db, const struct rjob *j, struct rresult *r, const char *now,
-			   struct buf *err)
+/*
+ * INSERTs of metrics, equity and the leaderboard row of a completed run.
+ * Their completed_at is the one the guarded UPDATE of the same transaction
+ * just wrote on the run, read by a subquery inside each INSERT rather than
+ * by a round trip of its own.
+ */
+static int write_completed(struct db *db, const struct rjob *j, struct rresult *r, struct buf *err)
 {
 	static const enum metric_id cols[] = { MET_TOTAL_RETURN, MET_CAGR, MET_MAX_DRAWDOWN, MET_VOLATILITY,
 					       MET_SHARPE, MET_LIQUIDATION_EVENTS, MET_CAPITAL_EFFICIENCY,
@@ -185,6 +168,7 @@ static int write_completed(struct db *db, const struct rjob *j, struct rresult *
 	bool eligible = !j->verify_of && r->audit_ran && r->audit_passed && policy_metrics_finite(m) &&
 			m->present[MET_SCORE];
 	struct db_arg a[4 + NM + 3];
+	const char *id = j->id;
 	size_t n = 0;
 	a[n++] = DB_ARG_TEXT(j->id);
 	a[n++] = DB_ARG_INT((long long)j->seq);
@@ -194,24 +178,35 @@ static int write_completed(struct db *db, const struct rjob *j, struct rresult *
 		a[n++] = metric_arg(m, cols[i], txt[i]);
 	a[n++] = r->metrics_json.len ? DB_ARG_TEXTN(r->metrics_json.data, r->metrics_json.len) : DB_ARG_TEXT("{}");
 	a[n++] = DB_ARG_INT(eligible ? 1 : 0);
-	a[n++] = DB_ARG_TEXT(now);
-	if (x(db, "INSERT INTO run_metrics (run_id, run_seq, strategy_version_id, dataset_version, "
+	a[n++] = DB_ARG_TEXT(id);
+	if (db_run(db, "INSERT INTO run_metrics (run_id, run_seq, strategy_version_id, dataset_version, "
 		  "total_return, cagr, max_drawdown, volatility, sharpe, liquidation_events, "
 		  "capital_efficiency, score, runtime_s, extra, eligible, completed_at) "
-		  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", a, n, NULL, 0, NULL, NULL, NULL, err) != 0)
+		  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT completed_at FROM runs WHERE id = ?))", a, n, NULL, 0, NULL, NULL, NULL, err) != 0)
 		return -1;
 	struct db_arg e[] = { DB_ARG_TEXT(j->id), DB_ARG_INT((long long)r->n),
-			      DB_ARG_BLOB(r->equity, xmul(r->n, sizeof(double))) };
-	if (x(db, "INSERT INTO run_equity (run_id, n, data) VALUES (?, ?, ?)", e, 3, NULL, 0, NULL, NULL, NULL,
-	      err) != 0)
+			      DB_ARG_BLOB(r->equity, xmul(r->n, sizeof(double))),
+			      r->benchmark ? DB_ARG_BLOB(r->benchmark, xmul(r->n, sizeof(double))) : DB_ARG_NULL };
+	if (db_run(db, "INSERT INTO run_equity (run_id, n, data, benchmark) VALUES (?, ?, ?, ?)", e, 4, NULL, 0, NULL,
+		   NULL, NULL, err) != 0)
 		return -1;
+	if (r->positions) {   /* a positions run's trades (fills.h; sql/025_run_trades.sql) */
+		struct db_arg t[] = { DB_ARG_TEXT(j->id), DB_ARG_INT((long long)r->n), DB_ARG_INT((long long)r->n_fills),
+				      DB_ARG_INT((long long)r->fills_total),
+				      DB_ARG_BLOB(r->fills, xmul(r->n_fills, sizeof(struct fill))),
+				      DB_ARG_BLOB(r->positions, xmul(r->n, sizeof(double))) };
+		if (db_run(db, "INSERT INTO run_trades (run_id, n_bars, n_fills, fills_total, fills, positions) "
+			  "VALUES (?, ?, ?, ?, ?, ?)", t, 6, NULL, 0, NULL, NULL, NULL, err) != 0)
+			return -1;
+	}
 	if (!eligible)
 		return 0;
 	snprintf(score, sizeof score, "%.17g", m->v[MET_SCORE]);
 	struct db_arg l[] = { DB_ARG_TEXT(j->dataset_version), DB_ARG_INT((long long)j->strategy_version_id),
-			      DB_ARG_TEXT(j->id), DB_ARG_INT((long long)j->seq), DB_ARG_TEXT(score), DB_ARG_TEXT(now) };
-	if (x(db, "INSERT INTO leaderboard_best (dataset_version, strategy_version_id, run_id, run_seq, score, "
-		  "completed_at) VALUES (?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE "
+			      DB_ARG_TEXT(j->id), DB_ARG_INT((long long)j->seq), DB_ARG_TEXT(score), DB_ARG_TEXT(id) };
+	if (db_run(db, "INSERT INTO leaderboard_best (dataset_version, strategy_version_id, run_id, run_seq, score, "
+		  "completed_at) VALUES (?, ?, ?, ?, ?, (SELECT completed_at FROM runs WHERE id = ?)) "
+		  "ON DUPLICATE KEY UPDATE "
 		  "run_id = IF(VALUES(score) > score, VALUES(run_id), run_id), "
 		  "run_seq = IF(VALUES(score) > score, VALUES(run_seq), run_seq), "
 		  "completed_at = IF(VALUES(score) > score, VALUES(completed_at), completed_at), "
@@ -219,7 +214,7 @@ static int write_completed(struct db *db, const struct rjob *j, struct rresult *
 		return -1;
 	/* the leaderboard of this dataset version changed (API caches key on it) */
 	struct db_arg g[] = { DB_ARG_TEXT(j->dataset_version) };
-	return x(db, "INSERT INTO leaderboard_gen (dataset_version, gen) VALUES (?, 1) "
+	return db_run(db, "INSERT INTO leaderboard_gen (dataset_version, gen) VALUES (?, 1) "
 		     "ON DUPLICATE KEY UPDATE gen = gen + 1", g, 1, NULL, 0, NULL, NULL, NULL, err);
 }
 
@@ -231,7 +226,7 @@ int rdb_load_reference(struct db *db, const char *run_id, struct buf *metrics_js
 	bool found = false;
 	int rc = -1;
 	/* the curve's size first, so the blob gets a buffer of exactly that */
-	if (x(db, "SELECT n FROM run_equity WHERE run_id = ?", a, 1, nc, 1, one_row, &found, NULL, err) != 0)
+	if (db_run(db, "SELECT n FROM run_equity WHERE run_id = ?", a, 1, nc, 1, db_row_once, &found, NULL, err) != 0)
 		return -1;
 	if (!found)
 		return 0;
@@ -242,8 +237,8 @@ int rdb_load_reference(struct db *db, const char *run_id, struct buf *metrics_js
 	struct db_col c[2] = { heap_col(DB_T_TEXT, RDB_TEXT_MAX + 1),
 			       heap_col(DB_T_BLOB, xmul((size_t)nc[0].i, sizeof(double)) + 1) };
 	found = false;
-	if (x(db, "SELECT m.extra, e.data FROM run_metrics m JOIN run_equity e ON e.run_id = m.run_id "
-		  "WHERE m.run_id = ?", a, 1, c, 2, one_row, &found, NULL, err) != 0)
+	if (db_run(db, "SELECT m.extra, e.data FROM run_metrics m JOIN run_equity e ON e.run_id = m.run_id "
+		  "WHERE m.run_id = ?", a, 1, c, 2, db_row_once, &found, NULL, err) != 0)
 		goto out;
 	rc = 0;
 	if (!found)
@@ -314,6 +309,7 @@ static void run_columns(void *job, const struct job_outcome *o, struct jobq_set 
 	if (o->status == JOB_COMPLETED) {
 		jobq_set_col(set, "error_log_tail", DB_ARG_NULL);
 		jobq_set_col(set, "artifacts_dir", rj->art.len ? DB_ARG_TEXT(rj->art.data) : DB_ARG_NULL);
+		jobq_set_col(set, "artifacts_error", text_or_null(&r->artifacts_error));
 	} else {
 		jobq_set_col(set, "error_log_tail", text_or_null(&r->log_tail));
 	}
@@ -366,27 +362,14 @@ static int run_commit(struct db *db, const struct jobq_lease *l, void *job, cons
 	struct run_job *rj = job;
 	if (!rj->have_result)
 		return 0;
-	if (o->status == JOB_COMPLETED) {
-		char now[32] = "";
-		struct db_col nc[] = { DB_COL_TEXT(now) };
-		struct db_arg a[] = { DB_ARG_TEXT(l->id) };
-		bool found = false;
-		/* the rows carry the completed_at the guarded UPDATE just wrote */
-		if (x(db, "SELECT CAST(completed_at AS CHAR) FROM runs WHERE id = ?", a, 1, nc, 1, one_row, &found,
-		      NULL, err) != 0)
-			return -1;
-		if (!found) {
-			buf_printf(err, "run %s vanished inside its finishing transaction", l->id);
-			return -1;
-		}
-		if (write_completed(db, &rj->j, &rj->r, now, err) != 0)
-			return -1;
-	}
+	(void)l;   /* rj->j.id is the leased id (run_load) */
+	if (o->status == JOB_COMPLETED && write_completed(db, &rj->j, &rj->r, err) != 0)
+		return -1;
 	if (rj->j.verify_of) {
 		struct buf v = BUF_INIT;
 		build_verification(db, rj, o, &v);
 		struct db_arg a[] = { DB_ARG_TEXTN(v.data, v.len), DB_ARG_TEXT(rj->j.verify_of) };
-		int rc = x(db, "UPDATE runs SET verification = ? WHERE id = ?", a, 2, NULL, 0, NULL, NULL, NULL, err);
+		int rc = db_run(db, "UPDATE runs SET verification = ? WHERE id = ?", a, 2, NULL, 0, NULL, NULL, NULL, err);
 		buf_free(&v);
 		if (rc != 0)
 			return -1;
@@ -407,5 +390,5 @@ static void run_release(void *job)
 const struct job_kind run_kind = {
 	.name = "run", .table = "runs", .lease_s = RUNNER_LEASE_S, .job_size = sizeof(struct run_job),
 	.load = run_load, .execute = run_execute, .columns = run_columns, .commit = run_commit,
-	.release = run_release,
+	.release = run_release, .owner_col = "owner_id",
 };

@@ -5,8 +5,8 @@
  * theory of operation). The queue itself is jobq.h, its kinds jobs.h. This
  * header holds the pieces of the run kind: the run as loaded from the
  * database (run_job.c), the outcome of executing it (job.c),
- * the pure policy helpers (policy.c, unit-tested) and the wake-up socket
- * (notify.c).
+ * the pure policy helpers (policy.c, unit-tested); the wake-up socket is
+ * the shared contract common/notify.h.
  */
 #ifndef AGENTTEST_RUNNER_H
 #define AGENTTEST_RUNNER_H
@@ -16,8 +16,12 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "evaluator/fills.h"
 #include "evaluator/metrics.h"
+#include "notify.h"
 #include "sandbox/sandbox.h"
+
+#include <json-c/json.h>
 
 /* ---- limits and defaults ------------------------------------------------ */
 
@@ -31,6 +35,7 @@ _Static_assert(RUNNER_MAX_SLOTS + 8 <= SBX_ZYGOTES_MAX, "the zygote pool must ho
 #define RUNNER_DRAIN_S          30     /* SIGTERM: finish running work this long */
 #define RUNNER_OWNER_MAX        128
 #define RUNNER_LOG_TAIL_MAX     4096   /* bytes of the host's stderr kept on a run */
+#define RUNNER_UNTRUSTED_FIELD_MAX 1024 /* bytes per text field of a failed evaluation (policy_cap_untrusted) */
 #define RUNNER_EQUITY_MAX       (1u << 24) /* values */
 #define RUNNER_RUN_CPU_S        60     /* default AGENTTEST_RUN_CPU_SECONDS */
 #define RUNNER_RUN_MEMORY_MB    256    /* default AGENTTEST_RUN_MEMORY_MB */
@@ -69,6 +74,12 @@ struct rresult {
 	struct metrics   m;            /* every metric, runtime_s included */
 	struct buf       metrics_json; /* m as one JSON object (metrics_to_json) */
 	double          *equity;       /* owned; n values */
+	double          *benchmark;    /* owned; n values: buy-and-hold of the asset (buyhold.h), or NULL */
+	/* positions runs: the trades (evaluator/fills.h), else NULL/0 */
+	struct fill     *fills;        /* owned; n_fills records (<= FILLS_STORE_MAX) */
+	size_t           n_fills;
+	size_t           fills_total;  /* fills the run made (> n_fills: the store was truncated) */
+	double          *positions;    /* owned; n values: exposure after each bar's close */
 	size_t           n;
 	bool             audit_ran;
 	bool             audit_passed;
@@ -78,6 +89,7 @@ struct rresult {
 	struct buf       error_message;
 	struct buf       log_tail;
 	struct buf       verification_json; /* verify_of runs: the record for the original */
+	struct buf       artifacts_error;   /* completed, but equity.csv not written: why (no path) */
 	double           runtime_s;
 };
 
@@ -98,14 +110,20 @@ int rdb_load_reference(struct db *c, const char *run_id, struct buf *metrics_jso
 
 /* ---- pure policy (policy.c) ------------------------------------------------ */
 
-/* True if s is a canonical lower-case UUID (8-4-4-4-12). */
-bool policy_is_uuid(const char *s);
-
-/* Run failure code for a sandbox verdict status code ("timeout" -> "timeout", ...). */
-const char *policy_code_for_verdict(const char *sbx_code);
-
 /* Keep the last `max` bytes of log text, cut at a UTF-8 boundary. */
 void policy_tail(struct buf *out, const char *s, size_t n, size_t max);
+
+/*
+ * Bound the text an untrusted process put into an error object (a failed
+ * evaluation's result, stream_error_json): "error" and "detail" and the
+ * exception's "message" keep their first RUNNER_UNTRUSTED_FIELD_MAX bytes,
+ * its "type" 128, its "traceback" the last lines within
+ * RUNNER_UNTRUSTED_FIELD_MAX bytes, "log_tail" its last
+ * RUNNER_UNTRUSTED_FIELD_MAX bytes; cuts fall on UTF-8 boundaries. So a
+ * strategy cannot carry more than a few KiB out (docs/challenges.md).
+ * NULL or a non-object is left alone.
+ */
+void policy_cap_untrusted(json_object *err);
 
 /* True if every present metric is finite. */
 bool policy_metrics_finite(const struct metrics *m);
@@ -173,7 +191,10 @@ bool runner_limits(const struct config *cfg, struct sbx_limits *l, struct buf *e
  * Execute j: open and check the pinned dataset, run the strategy in the
  * sandbox through the evaluator's backtest API, compute metrics, the audit
  * and the equity; fill *r (status, metrics or error). Writes equity.csv into
- * the artifacts directory (path into artifacts_dir). Never touches the DB.
+ * the artifacts directory (path into artifacts_dir); when that write fails
+ * the run still completes, artifacts_dir is left empty and
+ * r->artifacts_error says why (logged as artifacts_failed). Never touches
+ * the DB.
  */
 void job_execute(const struct job_env *env, struct job_ctl *ctl, const struct rjob *j,
 		 struct rresult *r, struct buf *artifacts_dir);
@@ -195,18 +216,5 @@ void dscache_release(struct dataset *ds);
 void dscache_stats(unsigned long *hits, unsigned long *opens);
 /* Close every unused entry and forget the rest (tests). */
 void dscache_clear(void);
-
-/* ---- wake-ups (notify.c) ----------------------------------------------------- */
-
-/*
- * Bind a unix datagram socket `<dir>/runner-<pid>.sock` (non-blocking,
- * close-on-exec); stale sockets of dead runners in dir are removed. Returns
- * the fd or -1 (the runner then relies on polling). path receives the name.
- */
-int notify_bind(const char *dir, struct buf *path);
-/* Drain pending datagrams; returns how many were read. */
-int notify_drain(int fd);
-/* Send one datagram to every runner socket in dir (best effort). */
-void notify_all(const char *dir, const char *msg);
 
 #endif

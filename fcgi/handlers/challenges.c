@@ -10,12 +10,16 @@
  *   GET /api/challenges/{name}/leaderboard[?mode=strict|mantis][&dataset_version=V][&limit=N]
  *       completed evaluations ranked by the primary metric in its direction
  *       (log loss ascending, the others descending), earlier completion first.
+ *       &rank_by=forward[&forward_state=provisional|final]: ranked by forward
+ *       score instead (forward_view.c, issue 18); dataset_version may then be
+ *       a window label (every version of the window) or a version.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "evaluator/challenges/challenges.h"
 #include "evaluator/dataset.h"
+#include "fcgi/handlers/forward_view.h"
 #include "fcgi/handlers/handlers.h"
 #include "fcgi/handlers/runs_view.h"
 
@@ -88,6 +92,8 @@ static bool board_row(void *ctx, const struct db_col *col, size_t ncol)
 	buf_puts(b, col[4].i ? "true" : "false");
 	buf_puts(b, ",\"completed_at\":");
 	rv_str(b, col[5].buf);
+	buf_puts(b, ",\"name\":");
+	rv_str(b, col[6].is_null ? NULL : col[6].buf);
 	buf_putc(b, '}');
 	bd->n++;
 	return true;
@@ -97,7 +103,7 @@ void h_challenges_leaderboard(struct fcgi_ctx *c)
 {
 #define BOARD_SQL(dir)                                                                                      \
 	"SELECT e.id, CAST(e.score AS CHAR), u.name, e.code_hash, e.dev_only, " RV_TS("e.completed_at")        \
-	" FROM evaluations e JOIN users u ON u.id = e.owner_id WHERE e.challenge = ? AND e.mode = ? "          \
+	", e.name FROM evaluations e JOIN users u ON u.id = e.owner_id WHERE e.challenge = ? AND e.mode = ? "          \
 	"AND e.dataset_version = ? AND e.status = 'completed' AND e.score IS NOT NULL "                        \
 	"ORDER BY e.score " dir ", e.completed_at, e.id LIMIT ? OFFSET ?"
 	static const char asc_sql[] = BOARD_SQL("ASC"), desc_sql[] = BOARD_SQL("DESC");
@@ -121,13 +127,22 @@ void h_challenges_leaderboard(struct fcgi_ctx *c)
 	}
 	if (!fcgi_query_int(c, "limit", 1, 1000, 100, &limit) || !fcgi_query_int(c, "offset", 0, 1000000000, 0, &offset))
 		return;
+	const char *rank_by = fcgi_query(c, "rank_by");
+	if (rank_by && *rank_by && strcmp(rank_by, "holdout") != 0 && strcmp(rank_by, "forward") != 0) {
+		fcgi_reply_error(c, 400, "invalid_field", "rank_by must be holdout or forward");
+		return;
+	}
 	bool lower = def->type == CH_HITFIRST;
 	const char *metric = def->type == CH_BINARY || def->type == CH_BREAKOUT ? "mean_auc" :
 			     def->type == CH_HITFIRST ? "direct_log_loss" :
 			     def->type == CH_LBFGS ? "mean_balanced_accuracy" : "mean_spearman";
-	char id[40], score[40], owner[130], hash[70], at[RV_TS_LEN];
+	if (rank_by && strcmp(rank_by, "forward") == 0) {
+		fwd_board(c, def->name, metric, lower, mode, dsv, limit, offset);
+		return;
+	}
+	char id[40], score[40], owner[130], hash[70], at[RV_TS_LEN], ename[129];   /* evaluations.name: 128 bytes */
 	struct db_col cols[] = { DB_COL_TEXT(id), DB_COL_TEXT(score), DB_COL_TEXT(owner), DB_COL_TEXT(hash),
-				 DB_COL_INT, DB_COL_TEXT(at) };
+				 DB_COL_INT, DB_COL_TEXT(at), DB_COL_TEXT(ename) };
 	struct db_arg args[] = { DB_ARG_TEXT(def->name), DB_ARG_TEXT(mode), DB_ARG_TEXT(dsv), DB_ARG_INT(limit),
 				 DB_ARG_INT(offset) };
 	struct buf *b = fcgi_body_buf(c);
@@ -141,7 +156,7 @@ void h_challenges_leaderboard(struct fcgi_ctx *c)
 	buf_puts(b, ",\"dataset_version\":");
 	rv_str(b, dsv);
 	buf_puts(b, ",\"entries\":[");
-	enum db_status st = db_exec(fcgi_db(c), lower ? asc_sql : desc_sql, args, 5, cols, 6, board_row, &bd, NULL,
+	enum db_status st = db_exec(fcgi_db(c), lower ? asc_sql : desc_sql, args, 5, cols, 7, board_row, &bd, NULL,
 				    DB_IDEMPOTENT);
 	if (st != DB_OK) {
 		buf_reset(b);

@@ -5,8 +5,11 @@
  *
  * Reads only files under MANTIS_DATA_DIR (docs/market-data.md): the label
  * symlink binance-1m-<D>d, the manifest of the version it points at and
- * that version's quality report. No CoinGlass layer exists yet, so
- * has_coinglass is false and coinglass_assets 0.
+ * that version's quality report; coinglass_key_set says whether a
+ * CoinGlass key is stored (POST /api/coinglass-key); has_coinglass says
+ * whether the version holds the CoinGlass fields (a prefetch with the key
+ * set stores them for every asset of the version, or fails), so
+ * coinglass_assets is then the version's asset count.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,8 +44,8 @@ static int64_t dc_int(json_object *o, const char *k)
 	return json_object_object_get_ex(o, k, &v) ? json_object_get_int64(v) : 0;
 }
 
-/* The status object of one window. */
-static json_object *dc_window(const char *dir, int days)
+/* The status object of one window; key_set: a CoinGlass key is stored. */
+static json_object *dc_window(const char *dir, int days, bool key_set)
 {
 	char lnk[4200], mpath[4300], qpath[4400];
 	struct stat st;
@@ -81,9 +84,14 @@ static json_object *dc_window(const char *dir, int days)
 	json_object_object_add(out, "cached", json_object_new_boolean(1));
 	json_object_object_add(out, "assets", json_object_new_int64((int64_t)n));
 	json_object_object_add(out, "expected_assets", json_object_new_int(DC_EXPECTED_ASSETS));
-	json_object_object_add(out, "has_coinglass", json_object_new_boolean(0));
-	json_object_object_add(out, "coinglass_assets", json_object_new_int(0));
-	json_object_object_add(out, "coinglass_key_set", json_object_new_boolean(0));
+	json_object *fields = NULL;
+	bool has_cg = false;
+	json_object_object_get_ex(man, "fields", &fields);
+	for (size_t i = 0; fields && i < json_object_array_length(fields); i++)
+		has_cg |= strcmp(json_object_get_string(json_object_array_get_idx(fields, i)), "funding_1h") == 0;
+	json_object_object_add(out, "has_coinglass", json_object_new_boolean(has_cg));
+	json_object_object_add(out, "coinglass_assets", json_object_new_int64(has_cg ? (int64_t)n : 0));
+	json_object_object_add(out, "coinglass_key_set", json_object_new_boolean(key_set));
 	json_object_object_add(out, "age_hours",
 			       json_object_new_double((double)(time(NULL) - st.st_mtime) / 3600.0));
 	json_object_object_add(out, "source", json_object_new_string("binance"));
@@ -102,13 +110,20 @@ void h_data_cache_get(struct fcgi_ctx *c)
 {
 	static const int windows[] = { 60, 90, 120, 180, 365 };
 	const char *dir = fcgi_config(c, "MANTIS_DATA_DIR");
+	struct db_col n = DB_COL_INT;
+	enum db_status st = db_exec(fcgi_db(c), "SELECT COUNT(*) FROM secrets WHERE owner_id = 0 AND kind = 'coinglass'",
+				    NULL, 0, &n, 1, NULL, NULL, NULL, DB_IDEMPOTENT);
+	if (st != DB_OK) {
+		fcgi_reply_db_error(c, st);
+		return;
+	}
 	json_object *o = json_object_new_object();
 	for (size_t i = 0; i < sizeof windows / sizeof windows[0]; i++) {
 		char k[8];
 		snprintf(k, sizeof k, "%d", windows[i]);
 		json_object *w;
 		if (dir && *dir)
-			w = dc_window(dir, windows[i]);
+			w = dc_window(dir, windows[i], n.i > 0);
 		else {
 			w = json_object_new_object();
 			json_object_object_add(w, "cached", json_object_new_boolean(0));

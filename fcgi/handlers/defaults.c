@@ -5,13 +5,34 @@
  * the current default of a dataset version is its newest row. A version can
  * only be promoted on a dataset version where it has a completed run that
  * passed the audit with finite metrics (an eligible run_metrics row); the
- * best such run is recorded with the promotion.
+ * best such run is recorded with the promotion. A market-data window label
+ * (dataset_labels) qualifies with a run on any version a prefetch of the
+ * window stored, and its promotion opens the label's paper account
+ * (paper.c, docs/paper-trading.md) in the same transaction. Every row of
+ * the history carries its reason and, for a promotion by the updater
+ * (updater.c, common/updater.h), its proposal and the numbers it was
+ * decided on.
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "updater.h"
 #include "fcgi/handlers/handlers.h"
+#include "fcgi/handlers/paper.h"
 #include "fcgi/handlers/runs_view.h"
+#include "fcgi/handlers/defaults.h"
+
+enum db_status defaults_qualifying_run(struct fcgi_ctx *c, long long vid, const char *dsv, char rid[40])
+{
+	struct db_col rcol = { .type = DB_T_TEXT, .buf = rid, .cap = 40 };
+	struct db_arg args[] = { DB_ARG_INT(vid), DB_ARG_TEXT(dsv), DB_ARG_TEXT(dsv) };
+	rid[0] = 0;
+	return db_exec(fcgi_db(c),
+		"SELECT run_id FROM run_metrics WHERE strategy_version_id = ? AND eligible = 1 AND (dataset_version = ? "
+		"OR dataset_version IN (SELECT p.dataset_version FROM data_prefetches p WHERE p.window_label = ? "
+		"AND p.status = 'completed' AND p.dataset_version IS NOT NULL)) "
+		"ORDER BY score DESC, completed_at, run_id LIMIT 1", args, 3, &rcol, 1, NULL, NULL, NULL, DB_IDEMPOTENT);
+}
 
 /* POST /defaults/promote {strategy_version_id, dataset_version?} */
 void h_defaults_promote(struct fcgi_ctx *c)
@@ -43,15 +64,9 @@ void h_defaults_promote(struct fcgi_ctx *c)
 		return;
 	}
 	char rid[40];
-	struct db_col rcol = DB_COL_TEXT(rid);
-	struct db_arg args[] = { DB_ARG_INT(vid), DB_ARG_TEXT(dsv) };
-	memset(&res, 0, sizeof res);
-	st = db_exec(fcgi_db(c),
-		"SELECT run_id FROM run_metrics WHERE strategy_version_id = ? AND dataset_version = ? AND eligible = 1 "
-		"ORDER BY score DESC, completed_at, run_id LIMIT 1", args, 2, &rcol, 1, NULL, NULL, &res, DB_IDEMPOTENT);
-	if (st != DB_OK)
+	if ((st = defaults_qualifying_run(c, vid, dsv, rid)) != DB_OK)
 		goto dberr;
-	if (res.rows == 0) {
+	if (!*rid) {
 		fcgi_reply_error(c, 409, "conflict",
 				 "strategy version %lld has no completed, audit-passed run on dataset version %s",
 				 (long long)vid, dsv);
@@ -59,11 +74,28 @@ void h_defaults_promote(struct fcgi_ctx *c)
 	}
 	struct db_arg ins[] = { DB_ARG_TEXT(dsv), DB_ARG_INT(vid), DB_ARG_TEXT(rid), DB_ARG_INT(uid) };
 	memset(&res, 0, sizeof res);
-	st = db_exec(fcgi_db(c),
-		"INSERT INTO default_promotions (dataset_version, strategy_version_id, run_id, promoted_by) VALUES (?, ?, ?, ?)",
-		ins, 4, NULL, 0, NULL, NULL, &res, 0);
-	if (st != DB_OK)
+	if ((st = db_begin(fcgi_db(c))) != DB_OK)
 		goto dberr;
+	struct buf lerr = BUF_INIT;   /* the updater's lock order (common/updater.h) */
+	st = updater_lock(fcgi_db(c), dsv, &lerr) != 0 ? DB_ERROR : DB_OK;
+	buf_free(&lerr);
+	if (st != DB_OK) {
+		db_rollback(fcgi_db(c));
+		goto dberr;
+	}
+	st = db_exec(fcgi_db(c),
+		"INSERT INTO default_promotions (dataset_version, strategy_version_id, run_id, promoted_by, reason) "
+		"VALUES (?, ?, ?, ?, 'manual promotion')",
+		ins, 4, NULL, 0, NULL, NULL, &res, 0);
+	if (st == DB_OK)
+		st = paper_open_account(c, (long long)res.insert_id, dsv, rid);   /* a window label: paper trading */
+	if (st == DB_OK)
+		st = db_commit(fcgi_db(c));
+	if (st != DB_OK) {
+		db_rollback(fcgi_db(c));
+		goto dberr;
+	}
+	rv_notify(c, "q");
 	char at[RV_TS_LEN], who[130];
 	struct db_col pcols[] = { DB_COL_TEXT(at), DB_COL_TEXT(who) };
 	struct db_arg parg = DB_ARG_INT((long long)res.insert_id);
@@ -111,6 +143,19 @@ static bool promo_row(void *ctx, const struct db_col *col, size_t ncol)
 	rv_str(p->b, col[5].buf);
 	buf_puts(p->b, ",\"promoted_at\":");
 	rv_str(p->b, col[6].buf);
+	buf_puts(p->b, ",\"proposal_id\":");
+	if (col[7].is_null)
+		buf_puts(p->b, "null");
+	else
+		buf_printf(p->b, "%lld", col[7].i);
+	buf_puts(p->b, ",\"reason\":");
+	if (col[8].is_null)
+		buf_puts(p->b, "null");
+	else
+		rv_str(p->b, col[8].buf);
+	/* numbers: the updater's own JSON object (common/updater.c), written by the trusted side */
+	buf_puts(p->b, ",\"numbers\":");
+	buf_puts(p->b, col[9].is_null ? "null" : col[9].buf);
 	buf_putc(p->b, '}');
 	return true;
 }
@@ -120,13 +165,13 @@ void h_defaults_get(struct fcgi_ctx *c)
 {
 #define PROMO_SELECT                                                                                     \
 	"SELECT p.dataset_version, p.strategy_version_id, s.name, p.run_id, CAST(m.score AS CHAR), u.name, " \
-	RV_TS("p.promoted_at") " FROM default_promotions p JOIN users u ON u.id = p.promoted_by "             \
+	RV_TS("p.promoted_at") ", p.proposal_id, p.reason, p.numbers FROM default_promotions p JOIN users u ON u.id = p.promoted_by "             \
 	"JOIN strategy_versions v ON v.id = p.strategy_version_id JOIN strategies s ON s.id = v.strategy_id " \
 	"LEFT JOIN run_metrics m ON m.run_id = p.run_id "
 	const char *dsv = fcgi_query(c, "dataset_version");
-	char dv[130], name[810], rid[40], score[40], who[130], at[RV_TS_LEN];
+	char dv[130], name[810], rid[40], score[40], who[130], at[RV_TS_LEN], reason[1024], numbers[1024];
 	struct db_col cols[] = { DB_COL_TEXT(dv), DB_COL_INT, DB_COL_TEXT(name), DB_COL_TEXT(rid), DB_COL_TEXT(score),
-				 DB_COL_TEXT(who), DB_COL_TEXT(at) };
+				 DB_COL_TEXT(who), DB_COL_TEXT(at), DB_COL_INT, DB_COL_TEXT(reason), DB_COL_TEXT(numbers) };
 	struct db_arg arg = DB_ARG_TEXT(dsv ? dsv : "");
 	struct buf *b = fcgi_body_buf(c);
 	struct plist p = { 0, b };
@@ -134,12 +179,12 @@ void h_defaults_get(struct fcgi_ctx *c)
 	enum db_status st = db_exec(fcgi_db(c), PROMO_SELECT
 		"WHERE p.id IN (SELECT MAX(id) FROM default_promotions GROUP BY dataset_version) "
 		"AND (? = '' OR p.dataset_version = ?) ORDER BY p.dataset_version",
-		(struct db_arg[]){ arg, arg }, 2, cols, 7, promo_row, &p, NULL, DB_IDEMPOTENT);
+		(struct db_arg[]){ arg, arg }, 2, cols, 10, promo_row, &p, NULL, DB_IDEMPOTENT);
 	if (st == DB_OK) {
 		buf_puts(b, "],\"history\":[");
 		p.n = 0;
 		st = db_exec(fcgi_db(c), PROMO_SELECT "WHERE (? = '' OR p.dataset_version = ?) ORDER BY p.id DESC LIMIT 500",
-			     (struct db_arg[]){ arg, arg }, 2, cols, 7, promo_row, &p, NULL, DB_IDEMPOTENT);
+			     (struct db_arg[]){ arg, arg }, 2, cols, 10, promo_row, &p, NULL, DB_IDEMPOTENT);
 	}
 	if (st != DB_OK) {
 		buf_reset(b);

@@ -2,7 +2,7 @@
  * evaluations: MANTIS challenge evaluations as jobs.
  *
  *   POST /api/evaluations {challenge, code, dataset_version?, days_back?,
- *        holdout_days?, mode?, dev_only?}
+ *        holdout_days?, mode?, dev_only?, name?, note?}
  *        -> 202 {id, status: "queued", ...}: a row in `evaluations`
  *        (sql/004) that agenttest-runner claims and executes in the sandbox
  *        with lockstep streaming (evaluator/runner/eval_job.c), then a
@@ -20,6 +20,7 @@
 
 #include "evaluator/challenges/challenges.h"
 #include "evaluator/hashes.h"
+#include "fcgi/handlers/forward_view.h"
 #include "fcgi/handlers/handlers.h"
 #include "fcgi/handlers/runs_view.h"
 #include "job_status.h"
@@ -28,6 +29,46 @@
 #define EVAL_MAX_QUEUED 50
 #define EVAL_MAX_SAME   1   /* queued or running, per user, challenge and dataset */
 #define EVAL_LIST_MAX   200
+#define EVAL_NAME_MAX   128   /* bytes; evaluations.name (sql/016) */
+#define EVAL_NOTE_MAX   1024  /* bytes; evaluations.note */
+
+/* True if s holds a control character (below U+0020, or DEL); with
+ * lines, tab, LF and CR are allowed (a note may have lines; a name is one
+ * line as lists and leaderboards show it). */
+static bool has_control(const char *s, bool lines)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (lines && (*p == '\t' || *p == '\n' || *p == '\r'))
+			continue;
+		if (*p < 0x20 || *p == 0x7f)
+			return true;
+	}
+	return false;
+}
+
+/* The optional name and note of POST /api/evaluations: name 1..128 bytes of
+ * one line, note 0..1024 bytes; "" or null is absent (NULL). Replies 400
+ * invalid_field on failure. */
+static bool eval_labels(struct fcgi_ctx *c, json_object *body, const char **name, const char **note)
+{
+	*name = *note = NULL;
+	if (!fcgi_json_string(c, body, "name", FIELD_OPTIONAL | FIELD_NULLABLE, 0, EVAL_NAME_MAX, name) ||
+	    !fcgi_json_string(c, body, "note", FIELD_OPTIONAL | FIELD_NULLABLE, 0, EVAL_NOTE_MAX, note))
+		return false;
+	if (*name && has_control(*name, false)) {
+		fcgi_reply_error(c, 400, "invalid_field", "field 'name' must be one line without control characters");
+		return false;
+	}
+	if (*note && has_control(*note, true)) {
+		fcgi_reply_error(c, 400, "invalid_field", "field 'note' may not hold control characters other than tab and newline");
+		return false;
+	}
+	if (*name && !**name)
+		*name = NULL;
+	if (*note && !**note)
+		*note = NULL;
+	return true;
+}
 
 /* The per-user limits checked at enqueue, and the insert, in one
  * transaction that locks the caller's user row (so two concurrent POSTs
@@ -67,8 +108,8 @@ static bool eval_enqueue(struct fcgi_ctx *c, long long uid, const char *challeng
 	}
 	if (st == DB_OK)
 		st = db_exec(db, "INSERT INTO evaluations (id, owner_id, challenge, mode, dataset_id, dataset_version, "
-			     "dataset_hash, code_hash, code, days_back, holdout_days, dev_only) "
-			     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", ins, nins, NULL, 0, NULL, NULL, NULL, 0);
+			     "dataset_hash, code_hash, code, days_back, holdout_days, dev_only, name, note) "
+			     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", ins, nins, NULL, 0, NULL, NULL, NULL, 0);
 	if (st == DB_OK)
 		st = db_commit(db);
 	if (st != DB_OK) {
@@ -82,9 +123,9 @@ static bool eval_enqueue(struct fcgi_ctx *c, long long uid, const char *challeng
 void h_evaluations_create(struct fcgi_ctx *c)
 {
 	static const char *const allowed[] = { "challenge", "code", "dataset_version", "days_back", "holdout_days",
-					       "mode", "dev_only", NULL };
+					       "mode", "dev_only", "name", "note", NULL };
 	json_object *body = fcgi_body(c);
-	const char *challenge = NULL, *code = NULL, *dsv = NULL, *mode = "strict";
+	const char *challenge = NULL, *code = NULL, *dsv = NULL, *mode = "strict", *ename, *enote;
 	double days_back = 60, holdout_days = 20;
 	bool dev_only = false;
 	long long uid;
@@ -96,7 +137,8 @@ void h_evaluations_create(struct fcgi_ctx *c)
 	    !fcgi_json_number(c, body, "days_back", FIELD_OPTIONAL | FIELD_NULLABLE, 1, 3650, &days_back) ||
 	    !fcgi_json_number(c, body, "holdout_days", FIELD_OPTIONAL | FIELD_NULLABLE, 0, 3650, &holdout_days) ||
 	    !fcgi_json_string(c, body, "mode", FIELD_OPTIONAL | FIELD_NULLABLE, 1, 16, &mode) ||
-	    !fcgi_json_bool(c, body, "dev_only", FIELD_OPTIONAL | FIELD_NULLABLE, &dev_only))
+	    !fcgi_json_bool(c, body, "dev_only", FIELD_OPTIONAL | FIELD_NULLABLE, &dev_only) ||
+	    !eval_labels(c, body, &ename, &enote))
 		return;
 	const struct ch_def *def = ch_lookup(challenge);
 	if (!def) {
@@ -124,12 +166,15 @@ void h_evaluations_create(struct fcgi_ctx *c)
 	if (!rv_caller(c, &uid, &admin))
 		return;
 	/* the dataset, pinned now */
-	char dhash[70];
-	struct db_col dcols[] = { DB_COL_INT, DB_COL_TEXT(dhash) };
-	struct db_arg darg = DB_ARG_TEXT(dsv);
+	char dhash[70], dver[65];
+	struct db_col dcols[] = { DB_COL_INT, DB_COL_TEXT(dhash), DB_COL_TEXT(dver), DB_COL_INT };
+	struct db_arg darg[] = { DB_ARG_TEXT(dsv), DB_ARG_TEXT(dsv) };
 	struct db_result dres = { 0 };
-	enum db_status st = db_exec(fcgi_db(c), "SELECT id, dataset_hash FROM datasets WHERE version = ?", &darg, 1,
-				    dcols, 2, NULL, NULL, &dres, DB_IDEMPOTENT);
+	/* a registered version, else a market-data window label (sql/013 dataset_labels) */
+	enum db_status st = db_exec(fcgi_db(c), "SELECT id, dataset_hash, version, 0 AS p FROM datasets WHERE version = ? "
+				    "UNION ALL SELECT d.id, d.dataset_hash, d.version, 1 FROM dataset_labels l "
+				    "JOIN datasets d ON d.id = l.dataset_id WHERE l.label = ? ORDER BY p LIMIT 1", darg, 2,
+				    dcols, 4, NULL, NULL, &dres, DB_IDEMPOTENT);
 	if (st != DB_OK) {
 		fcgi_reply_db_error(c, st);
 		return;
@@ -139,6 +184,7 @@ void h_evaluations_create(struct fcgi_ctx *c)
 		return;
 	}
 	long long dataset_id = dcols[0].i;
+	dsv = dver;   /* pin the version, not a moving label */
 	char id[37], chash[HASH_HEX_LEN + 1], days[40], hold[40];
 	rv_uuid(id);
 	hash_code(code, strlen(code), chash);
@@ -147,7 +193,8 @@ void h_evaluations_create(struct fcgi_ctx *c)
 	struct db_arg args[] = {
 		DB_ARG_TEXT(id), DB_ARG_INT(uid), DB_ARG_TEXT(def->name), DB_ARG_TEXT(mode), DB_ARG_INT(dataset_id),
 		DB_ARG_TEXT(dsv), DB_ARG_TEXT(dhash), DB_ARG_TEXT(chash), DB_ARG_TEXT(code), DB_ARG_TEXT(days),
-		DB_ARG_TEXT(hold), DB_ARG_INT(dev_only ? 1 : 0),
+		DB_ARG_TEXT(hold), DB_ARG_INT(dev_only ? 1 : 0), ename ? DB_ARG_TEXT(ename) : DB_ARG_NULL,
+		enote ? DB_ARG_TEXT(enote) : DB_ARG_NULL,
 	};
 	if (!eval_enqueue(c, uid, def->name, dataset_id, args, sizeof args / sizeof args[0]))
 		return;
@@ -165,6 +212,10 @@ void h_evaluations_create(struct fcgi_ctx *c)
 	rv_str(b, dhash);
 	buf_puts(b, ",\"code_hash\":");
 	rv_str(b, chash);
+	buf_puts(b, ",\"name\":");
+	rv_str(b, ename);
+	buf_puts(b, ",\"note\":");
+	rv_str(b, enote);
 	buf_printf(b, ",\"days_back\":%s,\"holdout_days\":%s,\"dev_only\":%s,\"url\":\"/api/evaluations/%s\"}", days,
 		   hold, dev_only ? "true" : "false", id);
 	fcgi_reply_buf(c, 202, "application/json");
@@ -217,6 +268,12 @@ static bool erow_cb(void *ctx, const struct db_col *col, size_t ncol)
 	rv_num(b, col[17].is_null ? NULL : col[17].buf);
 	buf_puts(b, ",\"result\":");
 	rv_raw(b, col[18].is_null ? NULL : col[18].buf);
+	buf_puts(b, ",\"code\":");
+	rv_str(b, col[19].is_null ? NULL : col[19].buf);
+	buf_puts(b, ",\"name\":");
+	rv_str(b, col[20].is_null ? NULL : col[20].buf);
+	buf_puts(b, ",\"note\":");
+	rv_str(b, col[21].is_null ? NULL : col[21].buf);
 	buf_putc(b, '}');
 	return true;
 }
@@ -234,12 +291,15 @@ void h_evaluations_get(struct fcgi_ctx *c)
 	}
 	char s[6][130], days[40], hold[40], status[16], ecode[40], metric[40], score[40], ts[3][RV_TS_LEN], rt[40];
 	char *emsg = arena_alloc(fcgi_arena(c), 65536), *result = arena_alloc(fcgi_arena(c), 1u << 20);
+	char *code = arena_alloc(fcgi_arena(c), EVAL_MAX_CODE + 1);
+	char ename[EVAL_NAME_MAX + 1], enote[EVAL_NOTE_MAX + 1];
 	struct db_col cols[] = {
 		DB_COL_TEXT(s[0]), DB_COL_TEXT(s[1]), DB_COL_TEXT(s[2]), DB_COL_TEXT(s[3]), DB_COL_TEXT(s[4]),
 		DB_COL_TEXT(s[5]), DB_COL_TEXT(days), DB_COL_TEXT(hold), DB_COL_INT, DB_COL_TEXT(status),
 		DB_COL_TEXT(ecode), { .type = DB_T_TEXT, .buf = emsg, .cap = 65536 }, DB_COL_TEXT(metric),
 		DB_COL_TEXT(score), DB_COL_TEXT(ts[0]), DB_COL_TEXT(ts[1]), DB_COL_TEXT(ts[2]), DB_COL_TEXT(rt),
 		{ .type = DB_T_TEXT, .buf = result, .cap = 1u << 20 },
+		{ .type = DB_T_TEXT, .buf = code, .cap = EVAL_MAX_CODE + 1 }, DB_COL_TEXT(ename), DB_COL_TEXT(enote),
 	};
 	struct db_arg args[] = { DB_ARG_TEXT(id), DB_ARG_INT(uid), DB_ARG_INT(admin ? 1 : 0) };
 	struct buf *b = fcgi_body_buf(c);
@@ -247,8 +307,8 @@ void h_evaluations_get(struct fcgi_ctx *c)
 	enum db_status st = db_exec(fcgi_db(c),
 		"SELECT id, challenge, mode, dataset_version, dataset_hash, code_hash, CAST(days_back AS CHAR), "
 		"CAST(holdout_days AS CHAR), dev_only, status, error_code, error_message, metric, CAST(score AS CHAR), "
-		RV_TS("queued_at") ", " RV_TS("started_at") ", " RV_TS("completed_at") ", CAST(runtime_s AS CHAR), result "
-		"FROM evaluations WHERE id = ? AND (owner_id = ? OR ? = 1)",
+		RV_TS("queued_at") ", " RV_TS("started_at") ", " RV_TS("completed_at") ", CAST(runtime_s AS CHAR), result, code, "
+		"name, note FROM evaluations WHERE id = ? AND (owner_id = ? OR ? = 1)",
 		args, 3, cols, sizeof cols / sizeof cols[0], erow_cb, &e, NULL, DB_IDEMPOTENT);
 	if (st != DB_OK) {
 		buf_reset(b);
@@ -260,6 +320,18 @@ void h_evaluations_get(struct fcgi_ctx *c)
 		fcgi_reply_error(c, 404, "not_found", "no evaluation %s", id);
 		return;
 	}
+	/* the forward score (issue 18): one more key before the closing brace */
+	json_object *fwd = NULL;
+	if ((st = fwd_view_evaluation(c, id, true, &fwd)) != DB_OK) {
+		buf_reset(b);
+		fcgi_reply_db_error(c, st);
+		return;
+	}
+	b->len--;
+	buf_puts(b, ",\"forward\":");
+	buf_puts(b, fwd ? json_object_to_json_string_ext(fwd, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) : "null");
+	buf_putc(b, '}');
+	json_object_put(fwd);
 	fcgi_reply_buf(c, 200, "application/json");
 }
 
@@ -347,6 +419,8 @@ static bool elist_row(void *ctx, const struct db_col *col, size_t ncol)
 	rv_str(b, col[9].buf);
 	buf_puts(b, ",\"completed_at\":");
 	rv_str(b, col[10].is_null ? NULL : col[10].buf);
+	buf_puts(b, ",\"name\":");
+	rv_str(b, col[12].is_null ? NULL : col[12].buf);
 	buf_putc(b, '}');
 	l->last_seq = col[11].i;
 	l->n++;
@@ -384,7 +458,7 @@ void h_evaluations_list(struct fcgi_ctx *c)
 	size_t na = 0;
 	buf_puts(&sql, "SELECT e.id, e.challenge, e.status, u.name, e.mode, e.dataset_version, e.metric, "
 		       "CAST(e.score AS CHAR), e.error_code, " RV_TS("e.queued_at") ", " RV_TS("e.completed_at")
-		       ", e.seq FROM evaluations e JOIN users u ON u.id = e.owner_id WHERE e.seq < ?");
+		       ", e.seq, e.name FROM evaluations e JOIN users u ON u.id = e.owner_id WHERE e.seq < ?");
 	args[na++] = DB_ARG_INT(cursor);
 	if (!admin) {
 		buf_puts(&sql, " AND e.owner_id = ?");
@@ -401,10 +475,10 @@ void h_evaluations_list(struct fcgi_ctx *c)
 	buf_puts(&sql, " ORDER BY e.seq DESC LIMIT ?");
 	args[na++] = DB_ARG_INT(limit + 1);
 	char id[40], ch[70], st[16], owner[RV_NAME_LEN], mode[16], dsv[130], metric[40], score[40], ec[40];
-	char qa[RV_TS_LEN], ca[RV_TS_LEN];
+	char qa[RV_TS_LEN], ca[RV_TS_LEN], ename[EVAL_NAME_MAX + 1];
 	struct db_col cols[] = { DB_COL_TEXT(id), DB_COL_TEXT(ch), DB_COL_TEXT(st), DB_COL_TEXT(owner),
 				 DB_COL_TEXT(mode), DB_COL_TEXT(dsv), DB_COL_TEXT(metric), DB_COL_TEXT(score),
-				 DB_COL_TEXT(ec), DB_COL_TEXT(qa), DB_COL_TEXT(ca), DB_COL_INT };
+				 DB_COL_TEXT(ec), DB_COL_TEXT(qa), DB_COL_TEXT(ca), DB_COL_INT, DB_COL_TEXT(ename) };
 	struct buf *b = fcgi_body_buf(c);
 	struct elist l = { .b = b, .limit = (size_t)limit };
 	buf_puts(b, "{\"evaluations\":[");

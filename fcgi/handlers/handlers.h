@@ -36,14 +36,43 @@ void h_runs_get(struct fcgi_ctx *c);
 void h_runs_cancel(struct fcgi_ctx *c);
 void h_runs_equity(struct fcgi_ctx *c);
 void h_runs_verify(struct fcgi_ctx *c);
+/* run_trades.c (issue 17): a positions run's fills and per-bar positions */
+void h_runs_trades(struct fcgi_ctx *c);
 void h_leaderboard(struct fcgi_ctx *c);
 void h_defaults_promote(struct fcgi_ctx *c);
 void h_defaults_get(struct fcgi_ctx *c);
+/* paper.c (issue 18): the paper account of a label's default */
+void h_defaults_paper(struct fcgi_ctx *c);
+/* the default-strategy updater (updater.c, issue 18) */
+void h_defaults_rules_put(struct fcgi_ctx *c);
+void h_defaults_rules_get(struct fcgi_ctx *c);
+void h_defaults_candidates_post(struct fcgi_ctx *c);
+void h_defaults_candidates_get(struct fcgi_ctx *c);
+void h_defaults_proposals_get(struct fcgi_ctx *c);
+void h_defaults_proposal_approve(struct fcgi_ctx *c);
+void h_defaults_proposal_reject(struct fcgi_ctx *c);
 void h_datasets_list(struct fcgi_ctx *c);
 void h_datasets_get(struct fcgi_ctx *c);
 
 /* data_cache.c (issue 13: market data) */
 void h_data_cache_get(struct fcgi_ctx *c);
+/* data_cache_jobs.c: prefetch job, its status, delete (issue 13) */
+void h_data_cache_prefetch(struct fcgi_ctx *c);
+void h_data_cache_status(struct fcgi_ctx *c);
+void h_data_cache_delete(struct fcgi_ctx *c);
+/* coinglass_key.c: the CoinGlass key in the secret store (issue 13) */
+void h_coinglass_key_get(struct fcgi_ctx *c);
+void h_coinglass_key_set(struct fcgi_ctx *c);
+void h_coinglass_key_delete(struct fcgi_ctx *c);
+/* The original's CoinGlass key rule (1..256 of [A-Za-z0-9._-]), shared with
+ * the prefetch body's coinglass_key. */
+#define CGK_MAX 256
+bool cgk_valid(const char *k);
+
+/* anthropic_key.c: the Anthropic key of LLM agents in the secret store (issue 16) */
+void h_anthropic_key_get(struct fcgi_ctx *c);
+void h_anthropic_key_set(struct fcgi_ctx *c);
+void h_anthropic_key_delete(struct fcgi_ctx *c);
 
 /* challenges.c, evaluations.c (issue 6: MANTIS challenges) */
 void h_challenges_list(struct fcgi_ctx *c);
@@ -52,5 +81,33 @@ void h_evaluations_create(struct fcgi_ctx *c);
 void h_evaluations_get(struct fcgi_ctx *c);
 void h_evaluations_list(struct fcgi_ctx *c);
 void h_evaluations_cancel(struct fcgi_ctx *c);
+
+/* agents*.c (issue 15: research agents) */
+void h_agents_create(struct fcgi_ctx *c);
+void h_agents_list(struct fcgi_ctx *c);
+void h_agents_get(struct fcgi_ctx *c);
+void h_agents_stop(struct fcgi_ctx *c);
+void h_agents_pause(struct fcgi_ctx *c);
+void h_agents_resume(struct fcgi_ctx *c);
+void h_agents_delete(struct fcgi_ctx *c);
+void h_agents_message(struct fcgi_ctx *c);
+void h_agents_inbox_get(struct fcgi_ctx *c);
+void h_agents_inbox_post(struct fcgi_ctx *c);
+void h_agents_chat(struct fcgi_ctx *c);
+/* POST /api/agents/{id}/ask: the model answers about the agent; both land in the chat (agents_ask.c). */
+void h_agents_ask(struct fcgi_ctx *c);
+void h_agents_goal_get(struct fcgi_ctx *c);
+void h_agents_goal_post(struct fcgi_ctx *c);
+void h_agents_notes(struct fcgi_ctx *c);
+void h_agents_state(struct fcgi_ctx *c);
+void h_agents_stdout(struct fcgi_ctx *c);
+void h_agents_iterations(struct fcgi_ctx *c);
+void h_agents_features(struct fcgi_ctx *c);
+void h_agents_iter_metrics(struct fcgi_ctx *c);
+void h_agents_code(struct fcgi_ctx *c);
+void h_agents_events(struct fcgi_ctx *c);
+void h_agents_clone(struct fcgi_ctx *c);
+void h_agents_export(struct fcgi_ctx *c);
+void h_agents_import(struct fcgi_ctx *c);
 
 #endif

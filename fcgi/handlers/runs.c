@@ -5,9 +5,10 @@
  * The API never executes strategies: POST /runs pins the dataset hash, code
  * hash and config hash, inserts a 'queued' row (the row is the job) and
  * sends a wake-up datagram to the runners of this host (rv_notify). With
- * `wait` the worker then polls the row (1 ms at first, backing off to 4 ms)
- * until the run is finished or the wait is over; the poll is a primary-key
- * read, so a waiting request costs a worker but almost no database work.
+ * `wait` the worker then sleeps on the runner's wake-up datagram until the
+ * run is finished or the wait is over (run_wait.h: the wait is registered
+ * before the run is queued, under a pool-wide and a per-user cap, so waiting
+ * requests cannot take every worker; over a cap: 429, nothing queued).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,75 +22,14 @@
 #include "evaluator/engine.h"
 #include "evaluator/hashes.h"
 #include "evaluator/pyrepr.h"
-#include "evaluator/runner/runner.h"
 #include "fcgi/handlers/handlers.h"
+#include "fcgi/handlers/run_wait.h"
 #include "fcgi/handlers/runs_view.h"
 #include "job_status.h"
 
 #define RUNS_DEFAULT_MAX_QUEUED 100
 #define RUNS_MAX_WAIT_S 60
 #define RUNS_PARAMS_MAX 16384
-
-/* Monotonic seconds. */
-static double mono(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-/* Sleep ms milliseconds. */
-static void sleep_ms(long ms)
-{
-	struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
-	while (nanosleep(&t, &t) != 0 && errno == EINTR)
-		;
-}
-
-/* Status of run id into out[16] ("" if gone); false on a DB error (replied). */
-static bool run_status(struct fcgi_ctx *c, const char *id, char out[16])
-{
-	struct db_col col = { .type = DB_T_TEXT, .buf = out, .cap = 16 };
-	struct db_arg arg = DB_ARG_TEXT(id);
-	out[0] = '\0';
-	enum db_status st = db_exec(fcgi_db(c), "SELECT status FROM runs WHERE id = ?", &arg, 1, &col, 1, NULL,
-				    NULL, NULL, DB_IDEMPOTENT);
-	if (st != DB_OK) {
-		fcgi_reply_db_error(c, st);
-		return false;
-	}
-	return true;
-}
-
-/* True for the statuses a run ends in. */
-static bool finished(const char *status)
-{
-	return strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0 || strcmp(status, "cancelled") == 0;
-}
-
-/*
- * Wait until run id is finished or `seconds` passed. Returns 1 finished,
- * 0 still going, -1 after replying a database error.
- */
-static int wait_run(struct fcgi_ctx *c, const char *id, double seconds)
-{
-	char status[16];
-	double deadline = mono() + seconds;
-	long step = 1;
-	for (;;) {
-		if (!run_status(c, id, status))
-			return -1;
-		if (!status[0] || finished(status))
-			return 1;
-		double left = deadline - mono();
-		if (left <= 0)
-			return 0;
-		long ms = step < (long)(left * 1000) + 1 ? step : (long)(left * 1000) + 1;
-		sleep_ms(ms);
-		if (step < 4)
-			step *= 2;   /* 1, 2, 4, 4, ... ms: a primary-key read per step */
-	}
-}
 
 /* The `wait` field or query parameter in seconds (0 when absent); false after replying. */
 static bool wait_arg(struct fcgi_ctx *c, json_object *body, double *wait)
@@ -139,16 +79,21 @@ struct dataset_info {
 	long long id;
 	char      hash[65];
 	char      assets[65536];
+	char      version[65];   /* the version pinned (a window label resolves to it) */
 };
 
-/* Load dataset `version`. 1 found, 0 not, -1 replied. */
+/* Load dataset `version` (or the version a window label points at: d->version). 1 found, 0 not, -1 replied. */
 static int load_dataset(struct fcgi_ctx *c, const char *version, struct dataset_info *d)
 {
-	struct db_col cols[] = { DB_COL_INT, DB_COL_TEXT(d->hash), DB_COL_TEXT(d->assets) };
-	struct db_arg arg = DB_ARG_TEXT(version);
+	struct db_col cols[] = { DB_COL_INT, DB_COL_TEXT(d->hash), DB_COL_TEXT(d->assets), DB_COL_TEXT(d->version),
+				 DB_COL_INT };
+	struct db_arg arg[] = { DB_ARG_TEXT(version), DB_ARG_TEXT(version) };
 	struct db_result res = { 0 };
-	enum db_status st = db_exec(fcgi_db(c), "SELECT id, dataset_hash, assets FROM datasets WHERE version = ?",
-				    &arg, 1, cols, 3, NULL, NULL, &res, DB_IDEMPOTENT);
+	/* a registered version, else a market-data window label (sql/013 dataset_labels) */
+	enum db_status st = db_exec(fcgi_db(c), "SELECT id, dataset_hash, assets, version, 0 AS p FROM datasets "
+				    "WHERE version = ? UNION ALL SELECT d.id, d.dataset_hash, d.assets, d.version, 1 "
+				    "FROM dataset_labels l JOIN datasets d ON d.id = l.dataset_id WHERE l.label = ? "
+				    "ORDER BY p LIMIT 1", arg, 2, cols, 5, NULL, NULL, &res, DB_IDEMPOTENT);
 	if (st != DB_OK) {
 		fcgi_reply_db_error(c, st);
 		return -1;
@@ -210,6 +155,22 @@ static long long max_queued(struct fcgi_ctx *c)
 	return n > 0 ? n : RUNS_DEFAULT_MAX_QUEUED;
 }
 
+/* True if owner may queue one more run (a run or a verification: both are
+ * queued runs of their owner); false after replying 429 with Retry-After. */
+static bool queue_room(struct fcgi_ctx *c, long long owner)
+{
+	long long q = queued_count(c, owner);
+	if (q < 0)
+		return false;
+	if (q >= max_queued(c)) {
+		fcgi_add_header(c, "Retry-After", "5");
+		fcgi_reply_error(c, 429, "rate_limited", "%lld runs are already queued for this user (limit %lld); retry later",
+				 q, max_queued(c));
+		return false;
+	}
+	return true;
+}
+
 /* Fields of a run to queue. */
 struct new_run {
 	long long   owner_id, version_id, dataset_id;
@@ -241,11 +202,11 @@ static bool insert_run(struct fcgi_ctx *c, const struct new_run *n, char id[37])
 	return true;
 }
 
-/* Reply with run id after an optional wait: 200 when finished within it, else 202. */
-static void reply_after_wait(struct fcgi_ctx *c, const char *id, double wait)
+/* Reply with run id after the registered wait w: 200 when finished within it, else 202. */
+static void reply_after_wait(struct fcgi_ctx *c, const char *id, struct run_wait *w)
 {
-	int done = 0;
-	if (wait > 0 && (done = wait_run(c, id, wait)) < 0)
+	int done = run_wait_for(c, w, id);
+	if (done < 0)
 		return;
 	char loc[64];
 	snprintf(loc, sizeof loc, "/runs/%s", id);
@@ -325,6 +286,7 @@ void h_runs_create(struct fcgi_ctx *c)
 			fcgi_reply_error(c, 404, "not_found", "dataset_version '%s' is not registered (see GET /datasets)", dsv);
 		goto out;
 	}
+	dsv = d->version;   /* pin the version, not a moving label */
 	if (asset && !has_asset(d->assets, asset)) {
 		fcgi_reply_error(c, 400, "invalid_field", "asset '%s' is not in dataset %s", asset, dsv);
 		goto out;
@@ -360,23 +322,21 @@ void h_runs_create(struct fcgi_ctx *c)
 		goto out;
 	}
 	const char *ptext = buf_cstr(&canon);
-	long long q = queued_count(c, v->owner_id);
-	if (q < 0)
+	if (!queue_room(c, v->owner_id))
 		goto out;
-	if (q >= max_queued(c)) {
-		fcgi_add_header(c, "Retry-After", "5");
-		fcgi_reply_error(c, 429, "rate_limited", "%lld runs are already queued for this user (limit %lld); retry later",
-				 q, max_queued(c));
-		goto out;
-	}
 	struct new_run n = {
 		.owner_id = v->owner_id, .version_id = vid, .dataset_id = d->id, .dataset_version = dsv,
 		.dataset_hash = d->hash, .code_hash = v->code_hash, .config_hash = cfg_hash, .params = ptext,
 		.asset = asset, .audit = audit, .engine = engine ? buf_cstr(&etext) : NULL,
 	};
-	if (!insert_run(c, &n, id))
+	struct run_wait rw;
+	if (!run_wait_begin(c, wait, &rw))
 		goto out;
-	reply_after_wait(c, id, wait);
+	if (!insert_run(c, &n, id)) {
+		run_wait_end(&rw);
+		goto out;
+	}
+	reply_after_wait(c, id, &rw);
 out:
 	json_object_put(engine);
 	buf_free(&etext);
@@ -449,6 +409,8 @@ static bool list_row(void *ctx, const struct db_col *col, size_t ncol)
 	rv_str(b, col[12].buf);
 	buf_puts(b, ",\"owner\":");
 	rv_str(b, col[13].buf);
+	buf_puts(b, ",\"runtime_s\":");
+	rv_num(b, col[14].is_null ? NULL : col[14].buf);
 	buf_putc(b, '}');
 	l->last_seq = col[9].i;
 	l->n++;
@@ -498,7 +460,7 @@ void h_runs_list(struct fcgi_ctx *c)
 		       : !admin ? "ix_runs_owner_seq" : dsv ? "ix_runs_dataset" : "uq_runs_seq";
 	buf_puts(&sql, "SELECT STRAIGHT_JOIN r.id, r.strategy_version_id, r.dataset_version, r.status, CAST(m.score AS CHAR), "
 		       "r.error_code, " RV_TS("r.queued_at") ", " RV_TS("r.completed_at") ", r.attempts, r.seq, "
-		       "r.verify_of, v.strategy_id, s.name, u.name FROM runs r FORCE INDEX (");
+		       "r.verify_of, v.strategy_id, s.name, u.name, CAST(r.runtime_s AS CHAR) FROM runs r FORCE INDEX (");
 	buf_puts(&sql, ix);
 	buf_puts(&sql, ") "
 		       "JOIN strategy_versions v ON v.id = r.strategy_version_id JOIN strategies s ON s.id = v.strategy_id "
@@ -527,10 +489,10 @@ void h_runs_list(struct fcgi_ctx *c)
 	buf_puts(&sql, " ORDER BY r.seq DESC LIMIT ?");
 	args[na++] = DB_ARG_INT(limit + 1);
 	char id[40], dv[130], st[16], score[40], ec[40], qa[RV_TS_LEN], ca[RV_TS_LEN], vof[40];
-	char sname[RV_NAME_LEN], owner[RV_NAME_LEN];
+	char sname[RV_NAME_LEN], owner[RV_NAME_LEN], rt[40];
 	struct db_col cols[] = { DB_COL_TEXT(id), DB_COL_INT, DB_COL_TEXT(dv), DB_COL_TEXT(st), DB_COL_TEXT(score),
 				 DB_COL_TEXT(ec), DB_COL_TEXT(qa), DB_COL_TEXT(ca), DB_COL_INT, DB_COL_INT,
-				 DB_COL_TEXT(vof), DB_COL_INT, DB_COL_TEXT(sname), DB_COL_TEXT(owner) };
+				 DB_COL_TEXT(vof), DB_COL_INT, DB_COL_TEXT(sname), DB_COL_TEXT(owner), DB_COL_TEXT(rt) };
 	struct buf *b = fcgi_body_buf(c);
 	struct list_ctx l = { .b = b, .limit = (size_t)limit };
 	buf_puts(b, "{\"runs\":[");
@@ -554,26 +516,33 @@ void h_runs_cancel(struct fcgi_ctx *c)
 {
 	struct rv_run *r = arena_alloc(fcgi_arena(c), sizeof *r);
 	struct db_result res = { 0 };
+	double wait = 0;
+	struct run_wait rw;
 	if (visible_run(c, r) <= 0)
 		return;
-	enum db_status st = job_request_cancel(fcgi_db(c), "runs", r->id, &res.affected);
-	if (st != DB_OK) {
-		fcgi_reply_db_error(c, st);
-		return;
-	}
-	if (res.affected == 0 && strcmp(r->status, "running") != 0 && strcmp(r->status, "queued") != 0) {
-		fcgi_reply_error(c, 409, "conflict", "run %s is already %s", r->id, r->status);
-		return;
-	}
-	rv_notify(c, "c");
-	double wait = 0;
 	if (fcgi_query(c, "wait")) {
 		int64_t w;
 		if (!fcgi_query_int(c, "wait", 0, RUNS_MAX_WAIT_S, 0, &w))
 			return;
 		wait = (double)w;
 	}
-	if (wait > 0 && wait_run(c, r->id, wait) < 0)
+	if (!run_wait_begin(c, wait, &rw))
+		return;
+	enum db_status st = job_request_cancel(fcgi_db(c), "runs", r->id, &res.affected);
+	if (st != DB_OK) {
+		run_wait_end(&rw);
+		fcgi_reply_db_error(c, st);
+		return;
+	}
+	if (res.affected == 0 && strcmp(r->status, "running") != 0 && strcmp(r->status, "queued") != 0) {
+		run_wait_end(&rw);
+		fcgi_reply_error(c, 409, "conflict", "run %s is already %s", r->id, r->status);
+		return;
+	}
+	rv_notify(c, "c");
+	if (strcmp(r->status, "queued") == 0)
+		jobwait_wake_all(fcgi_config(c, "RUNNER_NOTIFY_DIR"));  /* a queued run is final now */
+	if (run_wait_for(c, &rw, r->id) < 0)
 		return;
 	rv_reply_run(c, 202, r->id);
 }
@@ -586,6 +555,23 @@ static bool wants_json(struct fcgi_ctx *c)
 		return strcmp(f, "json") == 0;
 	const char *acc = fcgi_header(c, "HTTP_ACCEPT");
 	return acc && strstr(acc, "application/json") && !strstr(acc, "text/csv");
+}
+
+/* Append the n little-endian float64 values at raw to b as a JSON array
+ * (shortest round-trip repr, as the CSV). */
+static void curve_json(struct buf *b, const char *raw, size_t n)
+{
+	char num[PYREPR_MAX];
+	buf_putc(b, '[');
+	for (size_t i = 0; i < n; i++) {
+		double x;
+		memcpy(&x, raw + i * sizeof x, sizeof x);
+		pyrepr_double(x, num);
+		if (i)
+			buf_putc(b, ',');
+		buf_puts(b, num);
+	}
+	buf_putc(b, ']');
 }
 
 /* GET /runs/{id}/equity */
@@ -616,38 +602,43 @@ void h_runs_equity(struct fcgi_ctx *c)
 		return;
 	}
 	size_t n = (size_t)cols[2].i, bytes = n * sizeof(double);
-	struct db_col data = { .type = DB_T_BLOB, .buf = arena_alloc(fcgi_arena(c), bytes + 1), .cap = bytes + 1 };
-	st = db_exec(fcgi_db(c), "SELECT data FROM run_equity WHERE run_id = ?", &arg, 1, &data, 1, NULL, NULL, NULL,
-		     DB_IDEMPOTENT);
+	struct db_col data[] = {
+		{ .type = DB_T_BLOB, .buf = arena_alloc(fcgi_arena(c), bytes + 1), .cap = bytes + 1 },
+		{ .type = DB_T_BLOB, .buf = arena_alloc(fcgi_arena(c), bytes + 1), .cap = bytes + 1 },
+	};
+	st = db_exec(fcgi_db(c), "SELECT data, benchmark FROM run_equity WHERE run_id = ?", &arg, 1, data, 2, NULL,
+		     NULL, NULL, DB_IDEMPOTENT);
 	if (st != DB_OK) {
 		fcgi_reply_db_error(c, st);
 		return;
 	}
-	if (data.len != bytes) {
+	if (data[0].len != bytes || (!data[1].is_null && data[1].len != bytes)) {
 		fcgi_reply_error(c, 500, "internal", "stored equity curve of run %s is damaged", id);
 		return;
 	}
 	bool json = wants_json(c);
 	struct buf *b = fcgi_body_buf(c);
-	char num[PYREPR_MAX];
 	if (json) {
 		buf_puts(b, "{\"run_id\":");
 		rv_str(b, id);
-		buf_puts(b, ",\"equity\":[");
-	} else {
-		buf_puts(b, "step,equity\n");
-	}
-	for (size_t i = 0; i < n; i++) {
-		double x;
-		memcpy(&x, data.buf + i * sizeof x, sizeof x);
-		pyrepr_double(x, num);
-		if (json)
-			buf_printf(b, "%s%s", i ? "," : "", num);
+		buf_puts(b, ",\"equity\":");
+		curve_json(b, data[0].buf, n);
+		buf_puts(b, ",\"benchmark\":");
+		if (data[1].is_null)
+			buf_puts(b, "null");
 		else
+			curve_json(b, data[1].buf, n);
+		buf_puts(b, "}");
+	} else {
+		char num[PYREPR_MAX];
+		buf_puts(b, "step,equity\n");
+		for (size_t i = 0; i < n; i++) {
+			double x;
+			memcpy(&x, data[0].buf + i * sizeof x, sizeof x);
+			pyrepr_double(x, num);
 			buf_printf(b, "%zu,%s\n", i, num);
+		}
 	}
-	if (json)
-		buf_puts(b, "]}");
 	fcgi_reply_buf(c, 200, json ? "application/json" : "text/csv; charset=utf-8");
 }
 
@@ -678,16 +669,21 @@ void h_runs_verify(struct fcgi_ctx *c)
 		.config_hash = r->config_hash, .params = r->params ? r->params : "{}", .asset = r->asset,
 		.audit = r->audit_requested, .verify_of = r->id, .engine = dcol[1].is_null ? NULL : engine,
 	};
-	if (!insert_run(c, &n, id))
+	struct run_wait rw;
+	if (!queue_room(c, n.owner_id) || !run_wait_begin(c, wait, &rw))
 		return;
-	int done = 0;
-	if (wait > 0 && (done = wait_run(c, id, wait)) < 0)
+	if (!insert_run(c, &n, id)) {
+		run_wait_end(&rw);
+		return;
+	}
+	int done = run_wait_for(c, &rw, id);
+	if (done < 0)
 		return;
 	struct rv_run *orig = arena_alloc(fcgi_arena(c), sizeof *orig);
 	if (rv_load_run(c, r->id, orig) < 0)
 		return;
 	char vstatus[16];
-	if (!run_status(c, id, vstatus))
+	if (!run_wait_status(c, id, vstatus))
 		return;
 	struct buf *b = fcgi_body_buf(c);
 	buf_puts(b, "{\"run_id\":");

@@ -9,7 +9,8 @@
 
 #include "evaluator/canon_json.h"
 #include "evaluator/pyrepr.h"
-#include "evaluator/runner/runner.h"
+#include "notify.h"
+#include "uuid.h"
 #include "fcgi/handlers/runs_view.h"
 
 bool rv_caller(struct fcgi_ctx *c, long long *uid, bool *admin)
@@ -86,7 +87,7 @@ static void copy_col(char *dst, size_t cap, const struct db_col *col)
 enum {
 	C_ID, C_OWNER, C_VERSION, C_DSV, C_DSH, C_CFG, C_CODE, C_STATUS, C_ART, C_PARAMS, C_ASSET,
 	C_AUDIT, C_AUDIT_RES, C_AUDIT_OK, C_ECODE, C_EMSG, C_ETAIL, C_QAT, C_SAT, C_CAT, C_RT,
-	C_ATT, C_RES, C_VERIF, C_VOF, C_CANCEL, C_SID, C_SNAME, C_OWNER_NAME, C_MJSON, C_M0, C__N = C_M0 + 9
+	C_ATT, C_RES, C_VERIF, C_VOF, C_CANCEL, C_ARTERR, C_SID, C_SNAME, C_OWNER_NAME, C_MJSON, C_M0, C__N = C_M0 + 9
 };
 
 /* Row callback of rv_load_run. */
@@ -122,6 +123,7 @@ static bool load_row(void *ctx, const struct db_col *col, size_t n)
 	r->verification = dup_col(c, &col[C_VERIF]);
 	r->verify_of = dup_col(c, &col[C_VOF]);
 	r->cancel_requested = col[C_CANCEL].i != 0;
+	r->artifacts_error = dup_col(c, &col[C_ARTERR]);
 	r->strategy_id = col[C_SID].i;
 	copy_col(r->strategy_name, sizeof r->strategy_name, &col[C_SNAME]);
 	copy_col(r->owner, sizeof r->owner, &col[C_OWNER_NAME]);
@@ -147,7 +149,7 @@ int rv_load_run(struct fcgi_ctx *c, const char *id, struct rv_run *r)
 		"r.code_hash, r.status, r.artifacts_dir, r.params, r.asset, r.audit, r.audit_result, r.audit_passed, "
 		"r.error_code, r.error_message, r.error_log_tail, " RV_TS("r.queued_at") ", " RV_TS("r.started_at")
 		", " RV_TS("r.completed_at") ", CAST(r.runtime_s AS CHAR), r.attempts, r.resources, r.verification, "
-		"r.verify_of, r.cancel_requested, v.strategy_id, s.name, u.name, m.extra, CAST(m.total_return AS CHAR), "
+		"r.verify_of, r.cancel_requested, r.artifacts_error, v.strategy_id, s.name, u.name, m.extra, CAST(m.total_return AS CHAR), "
 		"CAST(m.cagr AS CHAR), "
 		"CAST(m.max_drawdown AS CHAR), CAST(m.volatility AS CHAR), CAST(m.sharpe AS CHAR), "
 		"CAST(m.liquidation_events AS CHAR), CAST(m.capital_efficiency AS CHAR), CAST(m.score AS CHAR), "
@@ -161,11 +163,11 @@ int rv_load_run(struct fcgi_ctx *c, const char *id, struct rv_run *r)
 		 * by the runner and far below their caps */
 		[C_ART] = 1030, [C_PARAMS] = 16385, [C_ASSET] = 70, [C_AUDIT_RES] = 8192, [C_ECODE] = 40,
 		[C_EMSG] = 4096, [C_ETAIL] = 4608, [C_QAT] = RV_TS_LEN, [C_SAT] = RV_TS_LEN, [C_CAT] = RV_TS_LEN,
-		[C_RT] = 40, [C_RES] = 4096, [C_VERIF] = 2048, [C_VOF] = 40, [C_MJSON] = 8192,
+		[C_RT] = 40, [C_RES] = 4096, [C_ARTERR] = 520, [C_VERIF] = 2048, [C_VOF] = 40, [C_MJSON] = 8192,
 		[C_SNAME] = RV_NAME_LEN, [C_OWNER_NAME] = RV_NAME_LEN,
 	};
 	void *pair[2] = { c, r };
-	if (!policy_is_uuid(id))
+	if (!uuid_is_canonical(id))
 		return 0;
 	memset(r, 0, sizeof *r);
 	for (int i = 0; i < C__N; i++) {
@@ -240,6 +242,14 @@ void rv_write_run(struct buf *b, const struct rv_run *r)
 	rv_str(b, r->status);
 	key(b, "artifacts_dir");
 	rv_str(b, r->artifacts_dir);
+	key(b, "artifacts_error");
+	if (r->artifacts_error) {
+		buf_puts(b, "{\"code\":\"artifacts_failed\",\"detail\":");
+		rv_str(b, r->artifacts_error);
+		buf_putc(b, '}');
+	} else {
+		buf_puts(b, "null");
+	}
 	key(b, "metrics");
 	write_metrics(b, r);
 	key(b, "code_hash");

@@ -28,6 +28,7 @@ struct rv_run {
 	char      dataset_hash[65], config_hash[65], code_hash[65];
 	char      status[16];
 	char     *artifacts_dir;
+	char     *artifacts_error; /* why equity.csv was not written, NULL if it was or none was due */
 	char     *params;
 	char     *asset;          /* NULL if none */
 	bool      audit_requested;

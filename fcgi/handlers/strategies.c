@@ -317,7 +317,9 @@ static bool list_row(void *ctx, const struct db_col *col, size_t ncol)
 	rv_str(b, col[2].buf);
 	buf_puts(b, ",\"created_at\":");
 	rv_str(b, col[3].buf);
-	buf_printf(b, ",\"versions\":%lld,\"latest_version_id\":%lld}", col[4].i, col[5].i);
+	buf_printf(b, ",\"versions\":%lld,\"latest_version_id\":%lld,\"latest_kind\":", col[4].i, col[5].i);
+	rv_str(b, col[6].is_null ? NULL : col[6].buf);
+	buf_putc(b, '}');
 	return true;
 }
 
@@ -330,16 +332,19 @@ void h_strategies_list(struct fcgi_ctx *c)
 	if (!rv_caller(c, &uid, &admin) || !fcgi_query_int(c, "limit", 1, 1000, 100, &limit) ||
 	    !fcgi_query_int(c, "offset", 0, 1000000000, 0, &offset))
 		return;
-	char name[ST_NAME_MAX * 4 + 1], owner[130], at[RV_TS_LEN];
-	struct db_col cols[] = { DB_COL_INT, DB_COL_TEXT(name), DB_COL_TEXT(owner), DB_COL_TEXT(at), DB_COL_INT, DB_COL_INT };
+	char name[ST_NAME_MAX * 4 + 1], owner[130], at[RV_TS_LEN], kind[32];
+	struct db_col cols[] = { DB_COL_INT, DB_COL_TEXT(name), DB_COL_TEXT(owner), DB_COL_TEXT(at), DB_COL_INT, DB_COL_INT,
+				 DB_COL_TEXT(kind) };
 	struct db_arg args[] = { DB_ARG_INT(admin ? 1 : 0), DB_ARG_INT(uid), DB_ARG_INT(limit), DB_ARG_INT(offset) };
 	struct acc acc = { 0, BUF_INIT };
 	buf_puts(&acc.b, "{\"strategies\":[");
 	enum db_status st = db_exec(fcgi_db(c),
-		"SELECT s.id, s.name, u.name, " RV_TS("s.created_at") ", COUNT(v.id), COALESCE(MAX(v.id), 0) "
+		"SELECT s.id, s.name, u.name, " RV_TS("s.created_at") ", COUNT(v.id), COALESCE(MAX(v.id), 0), "
+		/* the latest version's kind (kinds have no comma); NULL without versions */
+		"SUBSTRING_INDEX(GROUP_CONCAT(v.kind ORDER BY v.id DESC SEPARATOR ','), ',', 1) "
 		"FROM strategies s JOIN users u ON u.id = s.owner_id LEFT JOIN strategy_versions v ON v.strategy_id = s.id "
 		"WHERE (? = 1 OR s.owner_id = ?) GROUP BY s.id ORDER BY s.id LIMIT ? OFFSET ?",
-		args, 4, cols, 6, list_row, &acc, NULL, DB_IDEMPOTENT);
+		args, 4, cols, 7, list_row, &acc, NULL, DB_IDEMPOTENT);
 	if (st != DB_OK) {
 		buf_free(&acc.b);
 		fcgi_reply_db_error(c, st);

@@ -4,16 +4,17 @@
  *
  * The pool never parses, runs or sandboxes strategy code (DESIGN, trust
  * boundaries): the runner on this host, which owns the sandbox, answers
- * check requests on a unix socket (evaluator/runner/check_service.h; path
+ * check requests on a unix socket (common/check_wire.h; path
  * AGENTTEST_CHECK_SOCKET, else $RUNNER_NOTIFY_DIR/check.sock, else
  * /run/agenttest-check/check.sock). One connection per check: a 12-byte
  * header and the source go out, a header and a JSON verdict come back, all
  * within CHECK_DEADLINE_S. The answer is checked like any peer input:
  * header first (magic, version, status, length cap), then strict JSON, and
- * only known fields are used. No runner listening (after retrying for
- * CHECK_CONNECT_MS, which covers a restart or another runner taking the
- * socket over), a busy or failing checker and a missed deadline answer 503
- * `unavailable`.
+ * only known fields are used. A connection reset before any answer byte
+ * (the checker's runner was killed holding the request) is asked once
+ * more. No runner listening (after retrying for CHECK_CONNECT_MS, which
+ * covers a restart or another runner taking the socket over), a busy or
+ * failing checker and a missed deadline answer 503 `unavailable`.
  *
  * Verdict cache: a check is a function of the code and of the checker, so
  * every verdict that depends on nothing else (accepted kind; syntax,
@@ -38,11 +39,12 @@
 #include "common/db.h"
 #include "common/log.h"
 #include "common/xalloc.h"
-#include "evaluator/runner/check_service.h"
+#include "check_wire.h"
 #include "fcgi/handlers/runs_view.h"
 
 #define CHECK_DEADLINE_MS 5000
 #define CHECK_CONNECT_MS  1000   /* keep trying to connect this long: a runner taking over */
+#define CHECK_TAKEOVER_MS 3000   /* the same after a reset: the owner just died, its heir is taking over */
 #define CHECK_VERDICT_MAX 2048   /* = code_checks.verdict (sql/012_code_checks.sql) */
 
 /* Monotonic milliseconds. */
@@ -53,12 +55,20 @@ static long long mono_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Send (wr) or receive exactly n bytes on non-blocking fd before deadline. 0 or -1 (errno). */
-static int io_full(int fd, void *p, size_t n, long long deadline, bool wr)
+/*
+ * Send (wr) or receive exactly n bytes on non-blocking fd before deadline.
+ * 0 or -1 (errno; ECONNRESET for an early EOF). *done (may be NULL) gets
+ * the bytes moved, also on failure.
+ */
+static int io_full(int fd, void *p, size_t n, long long deadline, bool wr, size_t *done)
 {
 	unsigned char *b = p;
-	size_t off = 0;
+	size_t off = 0, sink;
+	if (!done)
+		done = &sink;
+	*done = 0;
 	while (off < n) {
+		*done = off;
 		ssize_t k = wr ? send(fd, b + off, n - off, MSG_NOSIGNAL) : recv(fd, b + off, n - off, 0);
 		if (k > 0) {
 			off += (size_t)k;
@@ -79,18 +89,21 @@ static int io_full(int fd, void *p, size_t n, long long deadline, bool wr)
 		if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR)
 			return -1;
 	}
+	*done = off;
 	return 0;
 }
 
-/* Outcome of asking the checker. */
-enum ask { ASK_ANSWER, ASK_DOWN, ASK_BUSY, ASK_FAILED };
+/* Outcome of asking the checker. ASK_RESET: the connection was reset before
+ * any byte of an answer (the checker died with the request: safe to ask again). */
+enum ask { ASK_ANSWER, ASK_DOWN, ASK_BUSY, ASK_FAILED, ASK_RESET };
 
 /*
- * Ask the checker at path about code. ASK_ANSWER with the verdict object in
- * *out (new reference); otherwise why in err (for the log or the reply).
+ * Ask the checker at path about code, once. ASK_ANSWER with the verdict
+ * object in *out (new reference); otherwise why in err (for the log or the
+ * reply).
  */
-static enum ask ask_checker(const char *path, const char *code, size_t len, json_object **out, char *err,
-			    size_t errlen)
+static enum ask ask_once(const char *path, const char *code, size_t len, long long connect_ms, json_object **out,
+			 char *err, size_t errlen)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	uint8_t hdr[CHECK_HDR_LEN];
@@ -105,7 +118,7 @@ static enum ask ask_checker(const char *path, const char *code, size_t len, json
 	}
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	int fd = -1;
-	for (long long give_up = mono_ms() + CHECK_CONNECT_MS;;) {
+	for (long long give_up = mono_ms() + connect_ms;;) {
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		if (fd < 0) {
 			snprintf(err, errlen, "socket: %s", strerror(errno));
@@ -125,14 +138,17 @@ static enum ask ask_checker(const char *path, const char *code, size_t len, json
 	}
 	check_hdr_encode(hdr, CHECK_REQUEST, CHECK_OP_STRATEGY, (uint32_t)len);
 	/* a checker that answers BUSY without reading closes early: read its answer anyway */
-	if (io_full(fd, hdr, sizeof hdr, deadline, true) == 0)
-		(void)io_full(fd, (void *)(uintptr_t)code, len, deadline, true);
-	if (io_full(fd, hdr, sizeof hdr, deadline, false) != 0) {
+	if (io_full(fd, hdr, sizeof hdr, deadline, true, NULL) == 0)
+		(void)io_full(fd, (void *)(uintptr_t)code, len, deadline, true, NULL);
+	size_t got = 0;
+	if (io_full(fd, hdr, sizeof hdr, deadline, false, &got) != 0) {
 		int e = errno;
 		if (e == ETIMEDOUT)
 			snprintf(err, errlen, "the code checker did not answer within %d s", CHECK_DEADLINE_MS / 1000);
 		else
 			snprintf(err, errlen, "the code checker hung up: %s", strerror(e));
+		if (e != ETIMEDOUT && got == 0)
+			rc = ASK_RESET;
 		goto out;
 	}
 	if (check_hdr_decode(hdr, CHECK_ANSWER, CHECK_ST__MAX, CHECK_ANSWER_MAX, &status, &blen) != 0) {
@@ -140,7 +156,7 @@ static enum ask ask_checker(const char *path, const char *code, size_t len, json
 		goto out;
 	}
 	body = xmalloc((size_t)blen + 1);
-	if (io_full(fd, body, blen, deadline, false) != 0) {
+	if (io_full(fd, body, blen, deadline, false, NULL) != 0) {
 		snprintf(err, errlen, "truncated answer from the checker");
 		goto out;
 	}
@@ -165,6 +181,24 @@ out:
 	free(body);
 	close(fd);
 	return rc;
+}
+
+/*
+ * Ask the checker at path about code (ask_once). A check has no side
+ * effects, so a connection reset before any answer byte (the socket's owner
+ * was killed with the request in hand, and another runner takes the socket
+ * over) is asked once more, on a new connection: a takeover is not seen by
+ * clients. A second reset is ASK_FAILED, as any hang-up was.
+ */
+static enum ask ask_checker(const char *path, const char *code, size_t len, json_object **out, char *err,
+			    size_t errlen)
+{
+	enum ask rc = ask_once(path, code, len, CHECK_CONNECT_MS, out, err, errlen);
+	if (rc == ASK_RESET) {
+		log_msg(LOG_LVL_WARNING, "check_retried", "%s", err);
+		rc = ask_once(path, code, len, CHECK_TAKEOVER_MS, out, err, errlen);
+	}
+	return rc == ASK_RESET ? ASK_FAILED : rc;
 }
 
 /* String field of o, or def. */
@@ -309,6 +343,7 @@ static json_object *ask(struct fcgi_ctx *c, const char *code, size_t len, const 
 		fcgi_reply_error(c, 503, "unavailable", "the code checker is busy; try again shortly");
 		return NULL;
 	case ASK_FAILED:
+	case ASK_RESET:   /* ask_checker turns a second reset into ASK_FAILED */
 		break;
 	}
 	log_msg(LOG_LVL_ERROR, "check_failed", "%s", err);

@@ -8,9 +8,12 @@ box's read-only root and namespaces, as root, with:
 
 It imports the PRELOAD modules (comma-separated, e.g. "numpy,pandas") and
 the strategy host, loads the C half (SO_PATH, sandbox/zygote_so.c) with
-ctypes.PyDLL, compiles the seccomp policy once, then serves spawn orders on
-fd 3 (a SOCK_SEQPACKET socket to the helper): each order carries the run's
-descriptors; sbx_zygote_spawn() returns 0 in a child that is already fully
+ctypes.PyDLL, compiles the seccomp policy once, runs the host's own code on
+built-in data a few times (_prewarm), freezes its heap (_settle), then
+hands fd 3 (a SOCK_SEQPACKET socket to the helper) to the C order loop
+sbx_zygote_serve(), so that no Python code runs in the zygote between
+spawns. Each order carries the run's descriptors; the loop returns 0 only
+in a spawned child, which is already fully
 confined (its own namespaces, cgroup, box uid, rlimits, no_new_privs,
 seccomp), and that child runs agenttest_host.serve(0, 1) and exits. A warm
 child (spawned before its run is known) comes back unconfined
@@ -20,16 +23,13 @@ confines it, and only then does it serve. The
 zygote itself never executes strategy code and never reads anything a run
 wrote; a run cannot change the zygote.
 """
-import array
 import ctypes
 import gc
 import importlib
 import os
 import socket
-import struct
 import sys
 
-MAX_FDS = 12
 # In a run, a young-generation collection only after this many new objects:
 # a run is short, and every collection it does not make is one less pass.
 CHILD_GC_THRESHOLD = 20000
@@ -41,9 +41,27 @@ def _fail(msg):
     os._exit(2)
 
 
-def _child(host, lib):
-    """In a child: (warm up and confine a warm child, then) serve the run, never return."""
-    ctypes.pythonapi.PyOS_AfterFork_Child()
+def _single_threaded():
+    """True when this interpreter has no thread state but the calling one."""
+    return len(sys._current_frames()) == 1
+
+
+def _child(host, lib, after_fork):
+    """In a child: (warm up and confine a warm child, then) serve the run, never return.
+
+    after_fork is False when the zygote had a single Python thread at the
+    spawn (_single_threaded), which it checks before every spawn: the clone
+    then happened inside one ctypes call holding the GIL, so there is no
+    other thread state to reclaim and no lock another thread could hold,
+    and PyOS_AfterFork_Child would only rebuild what is already right while
+    costing about 150 copy-on-write page faults a run (its fix-ups and the
+    at-fork hooks of threading, logging and random allocate and touch
+    inherited objects). The one thing a hook did that a run needs, fresh
+    `random` state, the host does itself: it seeds random and numpy from
+    the run's identity before any strategy code (seeding.py).
+    """
+    if after_fork:
+        ctypes.pythonapi.PyOS_AfterFork_Child()
     gc.set_threshold(CHILD_GC_THRESHOLD, 10, 10)
     if lib.sbx_zygote_unconfined():
         try:
@@ -65,6 +83,20 @@ def _child(host, lib):
         sys.stderr.flush()
     finally:
         os._exit(code)
+
+
+def _prewarm(host):
+    """Run the host's own code paths here, once, before the first fork.
+
+    Only agenttest_host.warm() runs (the host's frame codec, loader and run
+    loop on built-in data and its built-in buy-and-hold, never a strategy).
+    CPython 3.11 specialises bytecode and fills caches the first times a
+    function runs, which writes into its code object: done in the zygote,
+    every child inherits the finished code instead of writing (and so
+    copying) those pages in each run.
+    """
+    for _ in range(3):
+        host.warm()
 
 
 def _settle(libc):
@@ -95,40 +127,27 @@ def main():
     host = importlib.import_module("agenttest_host")
     lib = ctypes.PyDLL(so_path)
     lib.sbx_zygote_init.restype = ctypes.c_int
-    lib.sbx_zygote_spawn.restype = ctypes.c_int
     lib.sbx_zygote_unconfined.restype = ctypes.c_int
     lib.sbx_zygote_confine.restype = ctypes.c_int
-    lib.sbx_zygote_spawn.argtypes = [ctypes.c_char_p, ctypes.c_size_t,
-                                     ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+    lib.sbx_zygote_serve.restype = ctypes.c_int
+    lib.sbx_zygote_serve.argtypes = [ctypes.c_int]
     if lib.sbx_zygote_init() != 0:
         _fail("cannot compile the seccomp policy")
     libc = ctypes.CDLL(None)
     libc.malloc_trim.argtypes = [ctypes.c_size_t]
     import agenttest_host.stream  # noqa: F401 - the STREAM path, imported once here, not per run
     ctl = socket.socket(fileno=3)
+    _prewarm(host)
     _settle(libc)
+    # no Python code runs in the zygote from here on (the order loop is C),
+    # so no Python thread can appear: decided once
+    after_fork = not _single_threaded()
     ctl.send(b"R")  # ready: everything is imported
-    fd_size = array.array("i").itemsize
-    while True:
-        try:
-            msg, anc, _flags, _addr = ctl.recvmsg(256, socket.CMSG_SPACE(MAX_FDS * fd_size))
-        except InterruptedError:
-            continue
-        if not msg:
-            return
-        fds = array.array("i")
-        for level, kind, data in anc:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                fds.frombytes(data[:len(data) - (len(data) % fd_size)])
-        cfds = (ctypes.c_int * max(len(fds), 1))(*fds)
-        gc.freeze()
-        libc.malloc_trim(0)
-        pid = lib.sbx_zygote_spawn(msg, len(msg), cfds, len(fds))
-        if pid == 0:
-            _child(host, lib)
-        for fd in fds:
-            os.close(fd)
-        ctl.send(struct.pack("i", pid))
+    rc = lib.sbx_zygote_serve(ctl.fileno())
+    if rc == 0:
+        _child(host, lib, after_fork)
+    if rc < 0:
+        _fail("the control socket failed")
 
 
 if __name__ == "__main__":

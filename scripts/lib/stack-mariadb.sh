@@ -31,8 +31,13 @@ mariadb_install() {
   else
     user_args=(--auth-root-socket-user="$(id -un)")
   fi
+  # The bootstrap server's temporary tables go under $VAR/tmp, not /tmp:
+  # their names carry only the server's pid, so two stacks bootstrapping at
+  # once in different pid namespaces that share /tmp collided ("Could not
+  # remove temporary table: '/tmp/#sql-temptable-...'", install failed).
+  mkdir -p "$VAR/tmp"
   if ! mariadb-install-db --no-defaults --datadir="$VAR/mysql" "${user_args[@]}" \
-      --auth-root-authentication-method=socket --skip-test-db \
+      --auth-root-authentication-method=socket --skip-test-db --tmpdir="$VAR/tmp" \
       >>"$LOG/mariadb-install.log" 2>&1; then
     tail_log "$LOG/mariadb-install.log"
     rm -rf "$VAR/mysql"

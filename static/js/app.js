@@ -18,7 +18,6 @@ import { h, clear } from './dom.js';
 
 const ROUTES = [
   // [pattern, nav key, module]; :name matches one path segment.
-  // Agents will get '/agents' and '/agents/:id' here and a <li> in the nav.
   ['/', 'overview', './pages/overview.js'],
   ['/strategies', 'strategies', './pages/strategies.js'],
   ['/strategies/new', 'strategies', './pages/submit.js'],
@@ -26,11 +25,15 @@ const ROUTES = [
   ['/versions/:id', 'strategies', './pages/version.js'],
   ['/runs', 'runs', './pages/runs.js'],
   ['/runs/:id', 'runs', './pages/run.js'],
+  ['/compare', 'runs', './pages/compare.js'],
   ['/leaderboards', 'leaderboards', './pages/leaderboards.js'],
   ['/leaderboards/:kind/:name', 'leaderboards', './pages/leaderboards.js'],
   ['/challenges', 'challenges', './pages/challenges.js'],
   ['/challenges/:name', 'challenges', './pages/challenge.js'],
   ['/evaluations/:id', 'challenges', './pages/evaluation.js'],
+  ['/agents', 'agents', './pages/agents.js'],
+  ['/agents/:id', 'agents', './pages/agents_detail.js'],
+  ['/data', 'data', './pages/data.js'],
   ['/settings', 'settings', './pages/settings.js'],
 ];
 
@@ -300,12 +303,15 @@ async function loadVersion() {
 
 // ---------------------------------------------------------------- confirm
 
-/** confirmDialog(title, text, yesLabel) -> Promise<boolean>. */
-export function confirmDialog(title, text, yesLabel = 'Confirm') {
+/** confirmDialog(title, text, yesLabel, opts) -> Promise<boolean>.
+ * opts.danger: the confirming button is styled as destructive. */
+export function confirmDialog(title, text, yesLabel = 'Confirm', opts = {}) {
   const dlg = document.getElementById('confirm');
   document.getElementById('confirm-title').textContent = title;
   document.getElementById('confirm-text').textContent = text;
-  document.getElementById('confirm-yes').textContent = yesLabel;
+  const yes = document.getElementById('confirm-yes');
+  yes.textContent = yesLabel;
+  yes.className = opts.danger ? 'danger' : 'primary';
   const opener = document.activeElement;
   return new Promise((resolve) => {
     dlg.addEventListener('close', () => {

@@ -35,7 +35,9 @@ const PALETTE = ['#1d5bb8', '#c2410c', '#15803d', '#7e22ce', '#4b5563'];
  * seconds since epoch when time: true, else indices), series [{label,
  * values, color?, fill?, bars?, points?, dash?}], time (bool), height,
  * yLabel, yFormat(v) for axis/legend values, signal (AbortSignal: destroys
- * the plot), testid (data-testid on the figure).
+ * the plot), testid (data-testid on the figure), onXScale(min, max) (called
+ * whenever the x range changes: zoom, reset; to make another chart follow).
+ * data-points on the figure counts the finite values of all series.
  * The figure is returned at once; the plot fills it when uPlot has loaded.
  */
 export function chart(opts) {
@@ -99,6 +101,7 @@ export function chart(opts) {
           const full = u.data[0];
           const zoomed = full.length > 1 && (u.scales.x.min > full[0] || u.scales.x.max < full[full.length - 1]);
           resetBtn.disabled = !zoomed;
+          if (opts.onXScale) opts.onXScale(u.scales.x.min, u.scales.x.max);
         }],
       },
     }, [opts.x, ...opts.series.map((s) => s.values)], box);

@@ -75,20 +75,41 @@ export function field(label, control, hint) {
 }
 
 /** table(columns, rows, opts): a scrollable data table.
- * columns: [{label, cell(row) -> node|string, num?: bool}]
+ * columns: [{label, cell(row) -> node|string, num?: bool, class?: string,
+ * title?: string, sort?: (row) -> number|string|null}]: a column with
+ * `sort` gets a header button that orders the rows by it (descending
+ * first, then ascending; nulls last either way) and the matching aria-sort.
  * opts: {caption, empty, rowClass(row), rowAttrs(row)} */
 export function table(columns, rows, opts = {}) {
-  const thead = h('thead', null, h('tr', null,
-    columns.map((c) => h('th', { scope: 'col', class: c.num ? 'num' : null }, c.label))));
+  const ths = columns.map((c) => h('th', { scope: 'col', class: c.num ? 'num' : null, title: c.title || null },
+    c.sort ? h('button', { type: 'button', class: 'sort', on: { click: () => sortBy(c) } }, c.label) : c.label));
+  const thead = h('thead', null, h('tr', null, ths));
   const tbody = h('tbody');
+  const rowEls = new Map();
+  /** sortBy(col): reorders the body rows by col, flipping the direction on a second press. */
+  function sortBy(col) {
+    const i = columns.indexOf(col);
+    const dir = ths[i].getAttribute('aria-sort') === 'descending' ? 1 : -1;
+    for (const th of ths) th.removeAttribute('aria-sort');
+    ths[i].setAttribute('aria-sort', dir < 0 ? 'descending' : 'ascending');
+    const key = (r) => { const v = col.sort(r); return v === null || v === undefined || Number.isNaN(v) ? null : v; };
+    const sorted = [...rows].sort((a, b) => {
+      const ka = key(a); const kb = key(b);
+      if (ka === null || kb === null) return (ka === null) - (kb === null);
+      return (ka < kb ? -1 : ka > kb ? 1 : 0) * dir;
+    });
+    tbody.append(...sorted.map((r) => rowEls.get(r)));
+  }
   for (const r of rows) {
     const tr = h('tr', { class: opts.rowClass ? opts.rowClass(r) : null, ...(opts.rowAttrs ? opts.rowAttrs(r) : {}) });
     columns.forEach((c, i) => {
       const v = c.cell(r);
       const tag = i === 0 && opts.rowHeader ? 'th' : 'td';
-      tr.append(h(tag, { class: c.num ? 'num' : null, scope: tag === 'th' ? 'row' : null }, v));
+      const cls = [c.num ? 'num' : null, c.class].filter(Boolean).join(' ');
+      tr.append(h(tag, { class: cls || null, scope: tag === 'th' ? 'row' : null }, v));
     });
     tbody.append(tr);
+    rowEls.set(r, tr);
   }
   const t = h('table', { class: 'data' }, opts.caption ? h('caption', null, opts.caption) : null, thead, tbody);
   if (!rows.length && opts.empty) {

@@ -1,150 +1,116 @@
-// A code editor made of a real <textarea> (so screen readers, spell-check
-// off, undo, selection and mobile keyboards all behave as people expect), a
-// line-number gutter, and an error mark that points at the line and column
-// the API names in a syntax or contract error. A full editor library was
-// weighed and left out: it needs a bundling step and brings its own
-// accessibility model, while what users need here is numbered lines, sane
-// indentation and errors at their line.
+// The code editor: CodeMirror 6 (bundled from the pinned @codemirror/*
+// packages into /vendor/codemirror.js by `npm ci`, see
+// scripts/vendor/codemirror-entry.mjs), with Python highlighting, line
+// numbers that are part of the editor's own scrolling, bracket matching,
+// undo history and an error marker: the line the API names in a syntax or
+// contract error gets a red line number, a tinted line and a lint
+// diagnostic, and the caret moves there. Editing removes the marker.
 //
-// Keys: Tab indents (4 spaces) and Shift+Tab removes indentation; Esc
-// releases the Tab key for one press so keyboard users can leave the field;
-// Enter keeps the indentation of the line (one level more after a colon).
+// Keys: Tab indents and Shift+Tab dedents (CodeMirror's indentWithTab); Esc
+// releases the Tab key so keyboard users can leave the editor, as
+// CodeMirror documents for its tab handling.
 import { h, nextId } from './dom.js';
+import {
+  EditorState, EditorView, StateField, StateEffect, RangeSet, GutterMarker, Decoration,
+  lineNumberMarkers, keymap, lineNumbers, highlightActiveLine, highlightActiveLineGutter,
+  drawSelection, highlightSpecialChars, defaultKeymap, history, historyKeymap, indentWithTab,
+  syntaxHighlighting, defaultHighlightStyle, indentOnInput, bracketMatching, indentUnit, python,
+  setDiagnostics, lintGutter,
+} from '/vendor/codemirror.js';
 
-const INDENT = '    ';
+/** The red line number of the error line. */
+class ErrorNumber extends GutterMarker {
+  get elementClass() { return 'cm-error-number'; }
+}
+const errorNumber = new ErrorNumber();
+const errorLineDeco = Decoration.line({ class: 'cm-error-line' });
+
+/** setErrorLine: effect carrying the 1-based line to mark (0: none). */
+const setErrorLine = StateEffect.define();
+
+/** errorLineField: the marked line (0: none); any edit clears it. */
+const errorLineField = StateField.define({
+  create: () => 0,
+  update(line, tr) {
+    for (const e of tr.effects) if (e.is(setErrorLine)) return e.value;
+    return tr.docChanged ? 0 : line;
+  },
+});
+
+/** Line decoration and gutter marker positions follow the marked line. */
+const errorMarks = EditorView.decorations.compute([errorLineField, 'doc'], (state) => {
+  const line = state.field(errorLineField);
+  if (!line || line > state.doc.lines) return Decoration.none;
+  return Decoration.set([errorLineDeco.range(state.doc.line(line).from)]);
+});
+const errorNumbers = lineNumberMarkers.compute([errorLineField, 'doc'], (state) => {
+  const line = state.field(errorLineField);
+  if (!line || line > state.doc.lines) return RangeSet.empty;
+  return RangeSet.of([errorNumber.range(state.doc.line(line).from)]);
+});
 
 /**
- * editor({label, value, hint, name, rows}) -> {el, textarea, value(),
- * setValue(text), showError(err|null), focusLine(line, col)}
+ * editor({label, value, hint, name}) -> {el, view, value(), setValue(text),
+ * onInput(fn), focus(), showError(err|null), focusLine(line, col)}
  * showError accepts an ApiError (reads .line/.column/.message/.code).
  */
 export function editor(opts = {}) {
   const id = nextId('code');
+  const labelId = `${id}-label`;
   const hintId = `${id}-hint`;
   const errId = `${id}-err`;
-  const gutter = h('pre', { class: 'editor-gutter', 'aria-hidden': 'true' });
-  const mark = h('div', { class: 'editor-mark', 'aria-hidden': 'true' });
-  const ta = h('textarea', {
-    id, class: 'code', name: opts.name || 'code', spellcheck: 'false', autocapitalize: 'off',
-    autocomplete: 'off', autocorrect: 'off', wrap: 'off', rows: opts.rows || 22,
-    'aria-describedby': `${hintId} ${errId}`,
-  });
-  ta.value = opts.value || '';
+  const inputs = new Set();
   const errBox = h('div', { class: 'code-error', id: errId, role: 'alert' });
+  const frame = h('div', { class: 'editor-frame' });
   const el = h('div', { class: 'editor' },
-    h('label', { for: id }, opts.label || 'Code'),
-    h('div', { class: 'editor-frame' }, gutter, h('div', { class: 'editor-text' }, mark, ta)),
+    h('label', { id: labelId, for: id }, opts.label || 'Code'),
+    frame,
     h('p', { class: 'hint', id: hintId }, opts.hint ||
       'Tab indents, Shift+Tab dedents. To move on with the keyboard, press Esc and then Tab.'),
     errBox);
 
-  let errLine = 0;
-  let tabReleased = false;
-
-  let drawnErr = 0;
-  function renderGutter() {
-    const n = ta.value.split('\n').length;
-    if (gutter.childElementCount !== n || errLine !== drawnErr) {
-      drawnErr = errLine;
-      const frag = document.createDocumentFragment();
-      for (let i = 1; i <= n; i += 1) {
-        const s = document.createElement('span');
-        s.textContent = String(i);
-        if (i === errLine) {
-          s.className = 'err';
-          s.dataset.errorLine = 'true';
-        }
-        frag.append(s);
-      }
-      gutter.replaceChildren(frag);
-    }
-    syncScroll();
-  }
-
-  function lineHeight() {
-    return parseFloat(getComputedStyle(ta).lineHeight) || 20;
-  }
-
-  function syncScroll() {
-    gutter.scrollTop = ta.scrollTop;
-    if (errLine) {
-      const pad = parseFloat(getComputedStyle(ta).paddingTop) || 0;
-      mark.style.top = `${pad + (errLine - 1) * lineHeight() - ta.scrollTop}px`;
-    }
-  }
-
-  /** lineStart(line) -> character offset of the 1-based line. */
-  function lineStart(line) {
-    const lines = ta.value.split('\n');
-    let off = 0;
-    for (let i = 0; i < Math.min(line - 1, lines.length); i += 1) off += lines[i].length + 1;
-    return off;
-  }
-
-  function focusLine(line, col = 1) {
-    const start = lineStart(line);
-    const lines = ta.value.split('\n');
-    const len = (lines[line - 1] || '').length;
-    const pos = start + Math.min(Math.max(col - 1, 0), len);
-    ta.focus();
-    ta.setSelectionRange(pos, pos);
-    const target = (line - 1) * lineHeight();
-    if (target < ta.scrollTop || target > ta.scrollTop + ta.clientHeight - 2 * lineHeight()) {
-      ta.scrollTop = Math.max(0, target - ta.clientHeight / 3);
-    }
-    syncScroll();
-  }
-
-  function insert(text) {
-    // execCommand keeps the browser's undo history; setRangeText is the fallback.
-    if (!document.execCommand || !document.execCommand('insertText', false, text)) {
-      ta.setRangeText(text, ta.selectionStart, ta.selectionEnd, 'end');
-      ta.dispatchEvent(new Event('input', { bubbles: true }));
-    }
-  }
-
-  function dedent() {
-    const start = lineStart(ta.value.slice(0, ta.selectionStart).split('\n').length);
-    const head = ta.value.slice(start, start + INDENT.length);
-    const n = head.length - head.replace(/^ {1,4}/, '').length;
-    if (!n) return;
-    const caret = ta.selectionStart;
-    ta.setSelectionRange(start, start + n);
-    insert('');
-    const p = Math.max(start, caret - n);
-    ta.setSelectionRange(p, p);
-  }
-
-  ta.addEventListener('keydown', (ev) => {
-    if (ev.key === 'Escape') { tabReleased = true; return; }
-    if (ev.key === 'Tab' && !ev.ctrlKey && !ev.altKey && !ev.metaKey) {
-      if (tabReleased) { tabReleased = false; return; } // let focus move on
-      ev.preventDefault();
-      if (ev.shiftKey) dedent(); else insert(INDENT);
-      return;
-    }
-    tabReleased = false;
-    if (ev.key === 'Enter' && !ev.shiftKey && !ev.ctrlKey && !ev.altKey && !ev.metaKey) {
-      const before = ta.value.slice(0, ta.selectionStart);
-      const cur = before.slice(before.lastIndexOf('\n') + 1);
-      let ind = /^[ \t]*/.exec(cur)[0];
-      if (/:\s*(#.*)?$/.test(cur)) ind += INDENT;
-      ev.preventDefault();
-      insert(`\n${ind}`);
-    }
+  const view = new EditorView({
+    parent: frame,
+    state: EditorState.create({
+      doc: opts.value || '',
+      extensions: [
+        lineNumbers(), highlightActiveLineGutter(), highlightSpecialChars(), history(), drawSelection(),
+        indentOnInput(), bracketMatching(), highlightActiveLine(), indentUnit.of('    '),
+        syntaxHighlighting(defaultHighlightStyle, { fallback: true }), python(), lintGutter(),
+        errorLineField, errorMarks, errorNumbers,
+        keymap.of([...defaultKeymap, ...historyKeymap, indentWithTab]),
+        EditorView.contentAttributes.of({
+          id, 'aria-labelledby': labelId, 'aria-describedby': `${hintId} ${errId}`,
+          'aria-multiline': 'true', spellcheck: 'false', autocapitalize: 'off', autocorrect: 'off',
+          'data-name': opts.name || 'code',
+          // An explicit tab stop: axe (scrollable-region-focusable) does not
+          // count a bare contenteditable as the focusable content of the
+          // scroller around it; the editor stays one stop in the tab order.
+          tabindex: '0',
+        }),
+        EditorView.updateListener.of((u) => {
+          if (!u.docChanged) return;
+          if (el.dataset.errorLine) clearMark();
+          for (const fn of inputs) fn();
+        }),
+      ],
+    }),
   });
-  ta.addEventListener('input', () => {
-    if (errLine) clearMark();
-    renderGutter();
-  });
-  ta.addEventListener('scroll', syncScroll);
 
   function clearMark() {
-    errLine = 0;
-    mark.classList.remove('on');
-    ta.removeAttribute('aria-invalid');
     el.dataset.errorLine = '';
-    renderGutter();
+    view.contentDOM.removeAttribute('aria-invalid');
+    view.dispatch({ effects: setErrorLine.of(0) });
+    view.dispatch(setDiagnostics(view.state, []));
+  }
+
+  /** focusLine(line, col): caret to the 1-based line and column, scrolled into view. */
+  function focusLine(line, col = 1) {
+    const doc = view.state.doc;
+    const l = doc.line(Math.min(Math.max(line, 1), doc.lines));
+    const pos = l.from + Math.min(Math.max(col - 1, 0), l.length);
+    view.dispatch({ selection: { anchor: pos }, effects: EditorView.scrollIntoView(pos, { y: 'center' }) });
+    view.focus();
   }
 
   /** showError(err): shows err's message; marks its line when it has one. */
@@ -159,25 +125,33 @@ export function editor(opts = {}) {
     errBox.append(h('p', null, h('strong', null, where), err.message));
     if (err.detail) errBox.append(h('p', null, err.detail));
     if (err.code) errBox.append(h('p', { class: 'small' }, 'Code: ', h('code', null, err.code)));
-    if (line) {
-      errLine = Math.min(line, ta.value.split('\n').length);
-      el.dataset.errorLine = String(errLine);
-      ta.setAttribute('aria-invalid', 'true');
-      mark.classList.add('on');
-      renderGutter();
-      errBox.append(h('button', { type: 'button', class: 'small', on: { click: () => focusLine(errLine, col || 1) } },
-        `Go to line ${errLine}`));
-      focusLine(errLine, col || 1);
-    }
+    if (!line) return;
+    const errLine = Math.min(line, view.state.doc.lines);
+    const l = view.state.doc.line(errLine);
+    el.dataset.errorLine = String(errLine);
+    view.contentDOM.setAttribute('aria-invalid', 'true');
+    view.dispatch({ effects: setErrorLine.of(errLine) });
+    view.dispatch(setDiagnostics(view.state, [{
+      from: l.from, to: Math.max(l.from, l.to), severity: 'error', message: err.message, source: err.code || undefined,
+    }]));
+    errBox.append(h('button', { type: 'button', class: 'small', on: { click: () => focusLine(errLine, col || 1) } },
+      `Go to line ${errLine}`));
+    focusLine(errLine, col || 1);
   }
 
-  renderGutter();
-  return {
+  const api = {
     el,
-    textarea: ta,
-    value: () => ta.value,
-    setValue(text) { ta.value = text; clearMark(); renderGutter(); },
+    view,
+    value: () => view.state.doc.toString(),
+    setValue(text) {
+      view.dispatch({ changes: { from: 0, to: view.state.doc.length, insert: text } });
+      clearMark();
+    },
+    onInput(fn) { inputs.add(fn); },
+    focus() { view.focus(); },
     showError,
     focusLine,
   };
+  el.codeEditor = api; // for the browser tests: the document and selection without the DOM
+  return api;
 }

@@ -105,3 +105,24 @@ export function label(key) {
   const s = String(key).replace(/_/g, ' ');
   return s.charAt(0).toUpperCase() + s.slice(1);
 }
+
+/**
+ * elapsedSince(v) -> a <span> reading "12.34 s so far" that counts up once a
+ * second from the instant v, for a job still queued or running. It stops by
+ * itself when the page drops it (a redraw or a navigation): the timer ends
+ * on the first tick after the element has left the document.
+ */
+export function elapsedSince(v) {
+  const d = toDate(v);
+  if (!d) return '—';
+  const el = h('span', { 'data-testid': 'elapsed' });
+  const tick = () => { el.textContent = `${secs(Math.max(0, (Date.now() - d.getTime()) / 1000))} so far`; };
+  tick();
+  let seen = false;
+  const timer = setInterval(() => {
+    if (el.isConnected) seen = true;
+    else if (seen) { clearInterval(timer); return; }
+    tick();
+  }, 1000);
+  return el;
+}

@@ -56,3 +56,43 @@ export function verdict(v, b, dir) {
   if (v === b) return 'equal';
   return (dir === 'lower' ? v < b : v > b) ? 'better' : 'worse';
 }
+
+const MINUTE_MS = 60000;
+
+/** challengeAssets(ch) -> the assets a challenge streams (its list, else its one asset). */
+export function challengeAssets(ch) {
+  if (ch && Array.isArray(ch.assets) && ch.assets.length) return ch.assets.map(String);
+  return ch && ch.asset ? [String(ch.asset)] : [];
+}
+
+/** datasetDays(d) -> the days a registered dataset spans (bars × interval), or 0. */
+export function datasetDays(d) {
+  const bars = Number(d && d.bars); const ms = Number(d && d.interval_ms);
+  return bars > 0 && ms > 0 ? (bars * ms) / 86400000 : 0;
+}
+
+/**
+ * datasetFit(d, ch) -> null when dataset d (a row of GET /datasets) can
+ * serve challenge ch, else the reason it cannot: challenges score
+ * 1-minute bars, of every asset they stream, over at least a day.
+ */
+export function datasetFit(d, ch) {
+  if (Number(d.interval_ms) !== MINUTE_MS) return 'not 1-minute bars';
+  const have = new Set(Array.isArray(d.assets) ? d.assets.map(String) : []);
+  const missing = challengeAssets(ch).filter((a) => !have.has(a));
+  if (missing.length) return `no ${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', …' : ''}`;
+  if (datasetDays(d) < 1) return 'less than a day of bars';
+  return null;
+}
+
+/**
+ * historyUsed(ev) -> {bars, days} an evaluation actually streamed (its
+ * result's dev_length plus eval_holdout_minutes, 1-minute bars), or null
+ * before there is a result.
+ */
+export function historyUsed(ev) {
+  const r = ev && ev.result;
+  if (!r || !Number.isFinite(Number(r.dev_length))) return null;
+  const bars = Number(r.dev_length) + (Number(r.eval_holdout_minutes) || 0);
+  return { bars, days: bars / 1440 };
+}

@@ -21,22 +21,34 @@ market = default_dataset_dir()
 def agent(i):
     return dict(id="b%d" % i, root=os.path.join(tmp, "a%d" % i), challenge="ETH-1H-BINARY", goal="bench",
                 driver="builtin", seed=1, min_iterations=iters, max_iterations=iters, days_back=60, dataset=market)
-ag, entries = agent(0), []
+def cpu():
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)   # the sandboxes and evaluators, once reaped
+    return ru.ru_utime + ru.ru_stime
+ag, entries, acpu, scpu = agent(0), [], [], []
 for n in range(1, iters + 1):
-    st, e = run_iteration(ag, n, entries, "")
+    c = [cpu()]
+    st, e = run_iteration(ag, n, entries, "", on_scoring=lambda: c.append(cpu()))
+    c.append(cpu())
     entries.append(e)
-    print("iteration %2d: agent %.2f s, scoring %.2f s, dev AUC %.4f, holdout AUC %.4f"
-          % (n, e["agent_s"], e["score_s"], e["metrics"]["mean_auc"], e["holdout_metrics"]["mean_auc"]), flush=True)
+    acpu.append(c[1] - c[0])
+    scpu.append(c[2] - c[1])
+    print("iteration %2d: agent %.2f s (CPU %.2f s), scoring %.2f s (CPU %.2f s), dev AUC %.4f, holdout AUC %.4f"
+          % (n, e["agent_s"], acpu[-1], e["score_s"], scpu[-1], e["metrics"]["mean_auc"],
+             e["holdout_metrics"]["mean_auc"]), flush=True)
 a = [e["agent_s"] for e in entries]
 s = [e["score_s"] for e in entries]
-print("mean per iteration: agent %.2f s, scoring %.2f s (%d iterations)" % (sum(a) / len(a), sum(s) / len(s), len(a)))
+print("mean per iteration: agent %.2f s (CPU %.2f s), scoring %.2f s (CPU %.2f s) (%d iterations)"
+      % (sum(a) / len(a), sum(acpu) / len(a), sum(s) / len(s), sum(scpu) / len(s), len(a)))
+best = min((-e["holdout_metrics"]["mean_auc"], e["iteration"]) for e in entries)   # ties keep the earliest
+print("best holdout AUC %.4f (iteration %d)" % (-best[0], best[1]))
 if par > 0:
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), cpu()
     with ThreadPoolExecutor(par) as ex:
         res = list(ex.map(lambda i: run_iteration(agent(i), 1, [], "")[1], range(1, par + 1)))
     wall = time.monotonic() - t0
-    print("%d agents at once, one iteration each: wall %.1f s; per agent agent %.2f s, scoring %.2f s"
-          % (par, wall, sum(r["agent_s"] for r in res) / par, sum(r["score_s"] for r in res) / par))
+    print("%d agents at once on %d cores, one iteration each: wall %.1f s, CPU %.1f s; per agent agent %.2f s, "
+          "scoring %.2f s" % (par, os.cpu_count(), wall, cpu() - c0, sum(r["agent_s"] for r in res) / par,
+                              sum(r["score_s"] for r in res) / par))
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
 print("children CPU: user %.1f s, sys %.1f s" % (ru.ru_utime, ru.ru_stime))
 PY

@@ -16,32 +16,11 @@ DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-"16 64"}
 WRK_THREADS=${WRK_THREADS:-2}
 
-command -v wrk >/dev/null || { echo "bench/api: wrk is not installed (make deps)"; exit 1; }
-for b in agenttest agenttest-fcgi agenttest-runner; do
-  [ -x "${AGENTTEST_BIN:-bin}/$b" ] || { echo "bench/api: ${AGENTTEST_BIN:-bin}/$b missing (make build)"; exit 1; }
-done
-
-var=$(mktemp -d /tmp/agenttest-bench-XXXXXX)
-export AGENTTEST_VAR=$var
-export MANTIS_PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-export MANTIS_HOST=127.0.0.1 MANTIS_RATE_LIMIT_RPM=0
+. tests/bench/lib.sh
+bench_need api wrk agenttest agenttest-fcgi agenttest-runner
+bench_stack_env api
 export AGENTTEST_SYNTH_DAYS=${AGENTTEST_SYNTH_DAYS:-1}
-unset MANTIS_AUTH_TOKEN AGENTTEST_CONFIG
-url="http://127.0.0.1:$MANTIS_PORT/health"
-
-cleanup() {
-  scripts/stack.sh stop >/dev/null 2>&1 || true
-  rm -rf "$var"
-}
-trap cleanup EXIT
-
-# to_ms VALUE: wrk's "812.00us" / "1.23ms" / "1.05s" in milliseconds.
-to_ms() {
-  "$PY" -c '
-import re, sys
-m = re.fullmatch(r"([0-9.]+)(us|ms|s|m)", sys.argv[1])
-print("%.2f" % (float(m.group(1)) * {"us": 0.001, "ms": 1, "s": 1000, "m": 60000}[m.group(2)]))' "$1"
-}
+url="$base/health"
 
 # run_wrk CONNS: one measurement; prints "rps p50 p99 errors".
 run_wrk() {

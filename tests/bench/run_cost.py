@@ -23,22 +23,23 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 
 def stack_sessions(run_dir):
-    """Session ids of the processes the stack recorded (each runs in its own session)."""
-    out = set()
+    """{session id: component name} of the processes the stack recorded (each in its own session)."""
+    out = {}
     for f in os.listdir(run_dir):
         if not f.endswith(".pid"):
             continue
         try:
             pid = int(open(os.path.join(run_dir, f)).readline())
-            out.add(int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[3]))
+            out[int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[3])] = f[:-4]
         except (OSError, ValueError, IndexError):
             pass
     return out
 
 
-def cpu_of(sessions):
-    """(user, system, minor faults) of every live process of these sessions, reaped children included."""
-    user = system = faults = 0
+def cpu_by_part(sessions):
+    """{component: (user s, system s, minor faults)} of every live process of these sessions,
+    reaped children included."""
+    out = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -46,11 +47,19 @@ def cpu_of(sessions):
             f = open("/proc/%s/stat" % d).read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(f[3]) in sessions:
-            user += int(f[11]) + int(f[13])
-            system += int(f[12]) + int(f[14])
-            faults += int(f[7]) + int(f[8])
-    return user / TICK, system / TICK, faults
+        name = sessions.get(int(f[3]))
+        if name is None:
+            continue
+        u, s, m = out.get(name, (0, 0, 0))
+        out[name] = (u + (int(f[11]) + int(f[13])) / TICK, s + (int(f[12]) + int(f[14])) / TICK,
+                     m + int(f[7]) + int(f[8]))
+    return out
+
+
+def cpu_of(sessions):
+    """(user, system, minor faults) of every live process of these sessions, reaped children included."""
+    parts = cpu_by_part(sessions).values()
+    return sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts)
 
 
 class Client:
@@ -166,6 +175,21 @@ def latencies(t, n):
     return [f(x) for x in (run, new, known) for f in (statistics.median, lambda v: pct(v, 0.9))]
 
 
+def in_process_cost(n):
+    """(CPU ms, wall ms) per unsandboxed in-process run of BH on the 5 bars under this
+    interpreter: compile, exec, call, float64 check; no HTTP, no database, no isolation
+    (the original agenttest's execution model, without its web and SQLite layers)."""
+    import numpy as np
+    prices = [100.0, 101.0, 102.0, 103.0, 104.0]
+    c0, t0 = time.process_time(), time.perf_counter()
+    for i in range(n):
+        env = {"__name__": "strategy"}
+        exec(compile(variant(i), "strategy.py", "exec"), env)
+        eq = np.asarray(env["simulate"](prices, {}), dtype=np.float64)
+        assert eq.shape == (5,) and np.all(np.isfinite(eq))
+    return (time.process_time() - c0) / n * 1000, (time.perf_counter() - t0) / n * 1000
+
+
 def loadavg():
     return open("/proc/loadavg").read().split()[0]
 
@@ -186,15 +210,25 @@ def main():
     for dsv, label in (("v1", "5 bars"), ("synth-v1", "10,080 bars")):
         for _ in range(3):   # warm the zygotes and the dataset cache
             ours.run(c, vid, dsv)
-        u0, s0, f0 = cpu_of(sessions)
+        p0 = cpu_by_part(sessions)
         t0 = time.perf_counter()
         for _ in range(n_seq):
             ours.run(c, vid, dsv)
         wall = (time.perf_counter() - t0) / n_seq * 1000
-        u1, s1, f1 = cpu_of(sessions)
+        p1 = cpu_by_part(sessions)
+        u0, s0, f0 = (sum(p[i] for p in p0.values()) for i in range(3))
+        u1, s1, f1 = (sum(p[i] for p in p1.values()) for i in range(3))
         u, s = (u1 - u0) / n_seq * 1000, (s1 - s0) / n_seq * 1000
         print("%-14s %10.1f %10.1f %10.1f %10.1f %10.0f   %s" % (label, u, s, u + s, wall, (f1 - f0) / n_seq,
                                                              loadavg()))
+        # where it goes: CPU ms (user+sys) per run of each component of the stack
+        print("%-14s %s" % ("", "  ".join(
+            "%s %.1f" % (k, ((p1[k][0] + p1[k][1]) - (p0.get(k, (0, 0))[0] + p0.get(k, (0, 0))[1])) / n_seq * 1000)
+            for k in sorted(p1))))
+
+    cpu, wall = in_process_cost(2000)
+    print("%-14s %10s %10s %10.3f %10.3f   (baseline: unsandboxed in-process call under %s, no HTTP/DB)"
+          % ("in-process", "", "", cpu, wall, sys.executable))
 
     if only_cost:
         return

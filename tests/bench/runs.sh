@@ -25,25 +25,11 @@ DURATION=${DURATION:-5s}
 CONNECTIONS=${CONNECTIONS:-32}
 WRK_THREADS=${WRK_THREADS:-2}
 
-command -v wrk >/dev/null || { echo "bench/runs: wrk is not installed (make deps)"; exit 1; }
-for b in agenttest agenttest-fcgi agenttest-runner; do
-  [ -x "${AGENTTEST_BIN:-bin}/$b" ] || { echo "bench/runs: ${AGENTTEST_BIN:-bin}/$b missing (make build)"; exit 1; }
-done
-
-var=$(mktemp -d /tmp/agenttest-bench-runs-XXXXXX)
-export AGENTTEST_VAR=$var
-export MANTIS_PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-export MANTIS_HOST=127.0.0.1 MANTIS_RATE_LIMIT_RPM=0 MANTIS_LOG_LEVEL=warning
+. tests/bench/lib.sh
+bench_need runs wrk agenttest agenttest-fcgi agenttest-runner
+bench_stack_env runs
+export MANTIS_LOG_LEVEL=warning AGENTTEST_NGINX_ACCESS_LOG=0
 export AGENTTEST_SYNTH_DAYS=7 AGENTTEST_RUNNER_SLOTS=$RUNNER_SLOTS RUNS_MAX_QUEUED=1000000
-export AGENTTEST_NGINX_ACCESS_LOG=0
-unset MANTIS_AUTH_TOKEN AGENTTEST_CONFIG
-base="http://127.0.0.1:$MANTIS_PORT"
-
-cleanup() {
-  scripts/stack.sh stop >/dev/null 2>&1 || true
-  rm -rf "$var"
-}
-trap cleanup EXIT
 
 scripts/stack.sh start >/dev/null
 echo "bench/runs: stack at $base, runner slots $RUNNER_SLOTS, $(nproc) CPUs"
@@ -136,14 +122,6 @@ _, rows = call("GET", "/leaderboard?dataset_version=v1&all=1&limit=1000")
 print(f"\n3. leaderboard: {len(rows)} eligible runs on v1 (all=1, limit 1000)")
 open(ids_file, "w").write(ids[0])
 PYEOF
-
-# to_ms VALUE: wrk's "812.00us" / "1.23ms" / "1.05s" in milliseconds.
-to_ms() {
-  "$PY" -c '
-import re, sys
-m = re.fullmatch(r"([0-9.]+)(us|ms|s|m)", sys.argv[1])
-print("%.2f" % (float(m.group(1)) * {"us": 0.001, "ms": 1, "s": 1000, "m": 60000}[m.group(2)]))' "$1"
-}
 
 # bench PATH LABEL: one wrk measurement, one line.
 bench() {

@@ -19,24 +19,10 @@ WRK_THREADS=${WRK_THREADS:-2}
 N_SMALL=${N_SMALL:-1000}
 N_BIG=${N_BIG:-100000}
 
-command -v wrk >/dev/null || { echo "bench/runs_list: wrk is not installed (make deps)"; exit 1; }
-for b in agenttest agenttest-fcgi agenttest-runner; do
-  [ -x "${AGENTTEST_BIN:-bin}/$b" ] || { echo "bench/runs_list: ${AGENTTEST_BIN:-bin}/$b missing (make build)"; exit 1; }
-done
-
-var=$(mktemp -d /tmp/agenttest-bench-runslist-XXXXXX)
-export AGENTTEST_VAR=$var
-export MANTIS_PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-export MANTIS_HOST=127.0.0.1 MANTIS_RATE_LIMIT_RPM=0 MANTIS_LOG_LEVEL=warning
-export AGENTTEST_SYNTH_DAYS=1 AGENTTEST_NGINX_ACCESS_LOG=0
-unset MANTIS_AUTH_TOKEN AGENTTEST_CONFIG
-base="http://127.0.0.1:$MANTIS_PORT"
-
-cleanup() {
-  scripts/stack.sh stop >/dev/null 2>&1 || true
-  rm -rf "$var"
-}
-[ -n "${KEEP:-}" ] || trap cleanup EXIT
+. tests/bench/lib.sh
+bench_need runs_list wrk agenttest agenttest-fcgi agenttest-runner
+bench_stack_env runslist
+export MANTIS_LOG_LEVEL=warning AGENTTEST_SYNTH_DAYS=1 AGENTTEST_NGINX_ACCESS_LOG=0
 
 scripts/stack.sh start >/dev/null
 set -a; . "$var/stack.env"; set +a

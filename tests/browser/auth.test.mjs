@@ -87,6 +87,20 @@ test('a user-role token sees no admin actions', { skip: !USER_TOKEN && 'no AGENT
     await open(page, '#/settings', `?token=${encodeURIComponent(USER_TOKEN)}`);
     assert.equal(await page.getByTestId('my-role').textContent(), 'user');
     assert.equal(await page.getByRole('heading', { name: 'Users' }).count(), 0, 'no users list for a user');
+    const key = page.getByTestId('set-coinglass-panel');
+    await key.getByTestId('set-coinglass-state').waitFor();
+    assert.equal(await key.locator('input, button').count(), 0, 'a user sees the CoinGlass key state, not a way to change it');
+    // the Anthropic key is per user: a user sets and removes their own, and
+    // is offered no server default
+    const ak = page.getByTestId('set-anthropic-panel');
+    await ak.getByTestId('set-anthropic-state').waitFor();
+    assert.equal(await ak.getByRole('checkbox').count(), 0, 'no default for a user');
+    await ak.getByLabel('Set the key').fill(`sk-ant-user-${Date.now().toString(36)}-abcdefghijklmnop`);
+    await ak.getByRole('button', { name: 'Save' }).click();
+    await page.waitForFunction(() => document.querySelector('[data-testid=set-anthropic-source]')?.textContent === 'your own key');
+    await ak.getByRole('button', { name: 'Remove the key' }).click();
+    await page.getByRole('dialog', { name: 'Remove the Anthropic API key?' }).getByRole('button', { name: 'Remove' }).click();
+    await page.waitForFunction(() => document.querySelector('[data-testid=set-anthropic-source]') === null);
     await open(page, '#/leaderboards');
     assert.equal(await page.getByRole('button', { name: /^Promote/ }).count(), 0, 'no promote button for a user');
     const v = await axe(page);

@@ -62,6 +62,13 @@ export async function launch(opts = {}) {
  */
 export function watch(page) {
   const problems = [];
+  // The console names a blocked inline style only by its hash; the event
+  // says where it came from (file, line, column, the first characters).
+  page.addInitScript(() => {
+    document.addEventListener('securitypolicyviolation', (e) => {
+      console.error(`Content Security Policy violation (${e.effectiveDirective}) at ${e.sourceFile || '?'}:${e.lineNumber}:${e.columnNumber} on <${e.target && e.target.nodeName ? e.target.nodeName.toLowerCase() : '?'} class="${e.target && e.target.className ? e.target.className : ''}">, sample: ${e.sample}`);
+    });
+  });
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   page.on('console', (m) => {
     const t = m.text();

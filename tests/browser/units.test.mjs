@@ -132,7 +132,105 @@ test('starting code: the contract functions and the right embedding sizes', () =
     assert.match(code, /class TechFeaturizer\(Featurizer\)/);
     assert.match(code, /class TechPredictor\(Predictor\)/);
     assert.match(code, new RegExp(`\\(${dim} numbers\\)`), `${type}: ${dim} numbers`);
-    assert.match(code, /view\.prices\("BTC"\)/);
+    // single-asset challenges read their own asset; the cross-sectional
+    // ones use ETH's planted effect and list the challenge's assets
+    if (['binary', 'hitfirst', 'lbfgs'].includes(type)) assert.match(code, /view\.prices\("BTC"\)/);
+    else assert.match(code, /view\.prices\("ETH"\)/);
   }
-  assert.match(signalTemplate({ name: 'Y', type: 'xsec_rank', embedding_dim: 20 }), /np\.full\(20,/);
+  const xs = signalTemplate({ name: 'Y', type: 'xsec_rank', embedding_dim: 3, assets: ['BTC', 'ETH', 'SOL'] });
+  assert.match(xs, /^ASSETS = \["BTC","ETH","SOL"\]$/m);
+  assert.match(xs, /np\.zeros\(len\(ASSETS\)\)/, 'one score per asset');
+  assert.match(signalTemplate({ name: 'Z', type: 'lbfgs', asset: 'BTC', horizon: 360 }), /h = 360 /, 'the horizon is the challenge\'s');
+});
+
+test('metrics read as a quant reads them: percentages, ratios, names, formulas', async () => {
+  const { metricValue, metricName, metricFormula, percent, historyYears, isAnnualised } = await import('../../static/js/metrics.js');
+  assert.equal(metricValue('total_return', -0.88765), '−88.77 %');
+  // two decimals would round it to −100.00 %, which it is not
+  assert.equal(metricValue('cagr', -0.999998), '−99.9998 %');
+  assert.equal(percent(-1), '−100.00 %');
+  assert.equal(metricValue('cagr', -0.9999999998), '≈ −100 %', 'not a row of zeros after the point');
+  assert.equal(metricValue('cagr', 12.5), '1,250.00 %');
+  assert.equal(metricValue('total_return', -0.000001), '0.00 %', 'no minus sign on a rounded zero');
+  assert.equal(metricValue('sharpe', 1.23456), '1.23');
+  assert.equal(metricValue('score', -0.1), '−0.1000');
+  assert.equal(metricValue('n_bars', 51822), '51,822');
+  assert.equal(metricValue('runtime_s', 0.089), '89 ms');
+  assert.equal(metricValue('turnover', 3.2), '3.20 ×');
+  assert.equal(metricValue('sortino', null), '—', 'null is undefined for the run');
+  assert.equal(metricValue('unknown_metric', 0.5), '0.5000');
+  assert.equal(metricName('cagr'), 'CAGR');
+  assert.equal(metricName('n_bars'), 'Bars');
+  assert.equal(metricName('runtime_s'), 'Runtime');
+  assert.equal(metricName('some_new_key'), 'Some new key');
+  assert.match(metricFormula('score'), /CAGR − 0\.7 × \|max drawdown\|/);
+  assert.ok(isAnnualised('sharpe') && !isAnnualised('total_return'));
+  // 1,441 one-minute bars are one day; 366 daily bars are a year
+  assert.ok(Math.abs(historyYears(1441, 60000) - 1 / 365) < 1e-12);
+  assert.equal(historyYears(366, 86400000), 1);
+  assert.equal(historyYears(1, 60000), null);
+  assert.equal(historyYears(100, undefined), null);
+});
+
+test('datasets offered for a challenge, and the history an evaluation used', async () => {
+  const { datasetFit, datasetDays, challengeAssets, historyUsed } = await import('../../static/js/results.js');
+  const synth = { version: 'synth-v1', interval_ms: 60000, bars: 86400, assets: ['BTC', 'ETH', 'SOL'] };
+  const daily = { version: 'v1', interval_ms: 86400000, bars: 5, assets: ['BTC'] };
+  const short = { version: 's', interval_ms: 60000, bars: 600, assets: ['ETH'] };
+  assert.equal(datasetDays(synth), 60);
+  assert.equal(datasetDays({}), 0);
+  assert.deepEqual(challengeAssets({ asset: 'ETH' }), ['ETH']);
+  assert.deepEqual(challengeAssets({ asset: 'ETH', assets: ['BTC', 'ETH'] }), ['BTC', 'ETH']);
+  assert.equal(datasetFit(synth, { asset: 'ETH' }), null);
+  assert.equal(datasetFit(daily, { asset: 'BTC' }), 'not 1-minute bars');
+  assert.equal(datasetFit(synth, { assets: ['BTC', 'XRP', 'DOGE'] }), 'no XRP, DOGE');
+  assert.equal(datasetFit(short, { asset: 'ETH' }), 'less than a day of bars');
+  assert.equal(historyUsed({ result: null }), null);
+  assert.deepEqual(historyUsed({ result: { dev_length: 57600, eval_holdout_minutes: 28800 } }), { bars: 86400, days: 60 });
+  assert.deepEqual(historyUsed({ result: { dev_length: 1440, eval_holdout_minutes: 0 } }), { bars: 1440, days: 1 });
+});
+
+test('exports: CSV fields quoted as RFC 4180 asks, metric deltas in the metric\'s unit', async () => {
+  const { toCsv } = await import('../../static/js/export.js');
+  const { metricDelta } = await import('../../static/js/metrics.js');
+  assert.equal(toCsv([{ a: 1, b: 'x,y' }, { b: 'say "hi"', c: null, d: { k: 1 } }]),
+    'a,b,c,d\r\n1,"x,y",,\r\n,"say ""hi""",,"{""k"":1}"\r\n');
+  assert.equal(toCsv([]), '\r\n');
+  assert.equal(metricDelta('total_return', 0.12, 0.1), '+2.00 pp');
+  assert.equal(metricDelta('sharpe', -1, 0.5), '−1.50');
+  assert.equal(metricDelta('n_bars', 10, 10), '0');
+  assert.equal(metricDelta('score', 0.2, null), '—');
+});
+
+test('agents pages: the line diff, the field a create error names, iteration figures', async () => {
+  const { lineDiff, errorField, iterTokens, iterCost, usd, devMetric } = await import('../../static/js/pages/agents_diff.js');
+  const d = lineDiff('a\nb\nc\nd', 'a\nB\nc\nd\ne');
+  assert.deepEqual(d.map((r) => `${r.op}${r.text}`), [' a', '-b', '+B', ' c', ' d', '+e']);
+  assert.deepEqual(lineDiff('x', 'x'), [{ op: ' ', text: 'x' }]);
+  assert.deepEqual(lineDiff('', 'y').map((r) => r.op), ['-', '+']);
+  // applying the diff to the old text gives the new one
+  const a = 'p\nq\nr\ns\nt\nu'; const b = 'q\nr\nX\nt\nu\nv\nw';
+  const rows = lineDiff(a, b);
+  assert.equal(rows.filter((r) => r.op !== '+').map((r) => r.text).join('\n'), a);
+  assert.equal(rows.filter((r) => r.op !== '-').map((r) => r.text).join('\n'), b);
+  // too different to diff: refused, never a hang
+  const big = (k) => Array.from({ length: 3000 }, (_, i) => `${k}${i}`).join('\n');
+  assert.equal(lineDiff(big('a'), big('b')), null);
+  assert.equal(errorField("field 'days_back' must be an integer from 60 to 365"), 'days_back');
+  assert.equal(errorField('min_iterations (7) exceeds max_iterations (3)'), 'min_iterations');
+  assert.equal(errorField("unknown challenge 'NOPE'; valid: ETH-1H-BINARY"), 'challenge');
+  assert.equal(errorField('driver: the claude CLI is not installed'), 'driver');
+  assert.equal(errorField('model must be sonnet, opus or haiku'), 'model');
+  assert.equal(errorField("field 'tokens' must be an integer"), 'tokens');
+  assert.equal(errorField('the request body must be a JSON object'), '');
+  assert.equal(iterTokens({ tokens: { input: 10, output: 5, cache_write: 2, cache_read: 1 } }), 18);
+  assert.equal(iterTokens({ tokens: { total: 7, input: 1 } }), 7);
+  assert.equal(iterTokens({ tokens: null }), null);
+  assert.equal(iterCost({ tokens: { cost: 0.0125 } }), 0.0125);
+  assert.equal(usd(0.0125), '$0.0125');
+  assert.equal(usd(12.5), '$12.50');
+  assert.equal(usd(null), '—');
+  assert.equal(devMetric({ metrics: { mean_auc: 0.57 }, score: 0.1 }, 'mean_auc'), 0.57);
+  assert.equal(devMetric({ metrics: {}, score: 0.1 }, 'mean_auc'), 0.1);
+  assert.equal(devMetric({ metrics: null, score: null }, 'mean_auc'), null);
 });

@@ -40,7 +40,7 @@ def synth(path, days, seed=1, kappa=None, assets=None):
 
 
 def evaluate(dataset, challenge, code, tmp_path, *, mode="strict", days_back=0, holdout_days=0,
-             trusted=False, dev_only=False, timeout=900, extra=()):
+             trusted=False, dev_only=False, split=False, timeout=900, extra=()):
     """Run `agenttest evaluate`; returns (exit status, result or error dict)."""
     f = tmp_path / ("strategy_%d.py" % (abs(hash(code)) % 10**9))
     f.write_text(code)
@@ -50,6 +50,8 @@ def evaluate(dataset, challenge, code, tmp_path, *, mode="strict", days_back=0, 
         cmd.append("--trusted")
     if dev_only:
         cmd.append("--dev-only")
+    if split:
+        cmd.append("--split")
     cmd += list(extra)
     env = dict(os.environ, AGENTTEST_HOST_DIR=HOSTDIR)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)

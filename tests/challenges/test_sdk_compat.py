@@ -300,6 +300,8 @@ def test_data_source_prefers_the_newest_fetched_version(tmp_path, monkeypatch, d
                "source": {"generator": "agenttest synth"} if synthetic else {"kind": "binance"}}
         (root / name / "manifest.json").write_text(json.dumps(man))
     monkeypatch.delenv("DATASET_DIR", raising=False)
+    monkeypatch.delenv("MANTIS_DATA_DIR", raising=False)
+    monkeypatch.delenv("AGENTTEST_DATASET_VERSION", raising=False)
     monkeypatch.setenv("AGENTTEST_DATASETS_DIR", str(root))
     path, notice = S.select_dataset(["ETH"])
     assert path == str(root / "v2") and "fetched" in notice and "v2" in notice
@@ -316,6 +318,55 @@ def test_data_source_prefers_the_newest_fetched_version(tmp_path, monkeypatch, d
         S.announce(notice)
         S.announce(notice)
     assert err.getvalue().count("SYNTHETIC") == 1
+
+
+def test_data_source_reads_the_servers_window_labels_and_pinned_versions(tmp_path, monkeypatch):
+    """$MANTIS_DATA_DIR: the moving label of the smallest window covering
+    days_back that holds the assets; $AGENTTEST_DATASET_VERSION pins one
+    version (hash checked) and never falls back."""
+    from agenttest import datasource as S
+    data = tmp_path / "market"
+    (data / "versions").mkdir(parents=True)
+    versions = {}
+    for label, window, assets, last in (("binance-1m-60d-A", 60, ["ETH", "BTC"], 100),
+                                        ("binance-1m-60d-B", 60, ["ETH", "BTC"], 200),
+                                        ("binance-1m-90d-A", 90, ["ETH"], 150),
+                                        ("binance-1m-180d-A", 180, ["ETH", "SOL"], 120)):
+        h = ("%064x" % (abs(hash(label)) % (1 << 200)))[:64]
+        (data / "versions" / h).mkdir()
+        (data / "versions" / h / "manifest.json").write_text(json.dumps(
+            {"version": label, "assets": assets, "last_timestamp_ms": last, "dataset_hash": h,
+             "source": {"kind": "binance-klines"}}))
+        versions[label] = h
+        lnk = data / ("binance-1m-%dd" % window)
+        if lnk.is_symlink():
+            lnk.unlink()
+        lnk.symlink_to("versions/" + h)   # the label ends on the newest of the window
+    for k in ("DATASET_DIR", "AGENTTEST_DATASET_VERSION", "AGENTTEST_DATASET_HASH"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("MANTIS_DATA_DIR", str(data))
+    monkeypatch.setenv("AGENTTEST_DATASETS_DIR", str(tmp_path / "none"))
+    path, notice = S.select_dataset(["ETH"], days_back=60)
+    assert path == str(data / "versions" / versions["binance-1m-60d-B"])
+    assert "binance-1m-60d-B" in notice and versions["binance-1m-60d-B"] in notice
+    assert S.select_dataset(["ETH"], days_back=61)[0] == str(data / "versions" / versions["binance-1m-90d-A"])
+    assert S.select_dataset(["SOL"], days_back=90)[0] == str(data / "versions" / versions["binance-1m-180d-A"])
+    assert S.select_dataset(["ETH", "SOL"])[0] == str(data / "versions" / versions["binance-1m-180d-A"])
+    # no window holds DOGE: the synthetic market, said loudly (needs the CLI to build it)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("AGENTTEST_BIN", AGENTTEST)
+    assert "SYNTHETIC" in S.select_dataset(["DOGE"], days_back=60)[1]
+    # a pinned version: exactly it, hash checked, no fallback
+    monkeypatch.setenv("AGENTTEST_DATASET_VERSION", "binance-1m-60d-A")
+    path, notice = S.select_dataset(["ETH"], days_back=60)
+    assert path == str(data / "versions" / versions["binance-1m-60d-A"]) and "pinned" in notice
+    monkeypatch.setenv("AGENTTEST_DATASET_HASH", "0" * 64)
+    with pytest.raises(ValueError):
+        S.select_dataset(["ETH"])
+    monkeypatch.delenv("AGENTTEST_DATASET_HASH")
+    monkeypatch.setenv("AGENTTEST_DATASET_VERSION", "binance-1m-60d-Z")
+    with pytest.raises(FileNotFoundError):
+        S.select_dataset(["ETH"])
 
 
 def test_module_level_evaluate_in_a_submitted_file_points_at_main_guard(tmp_path):

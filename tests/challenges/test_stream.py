@@ -348,6 +348,61 @@ def test_dev_only_never_sends_the_holdout(ds2, tmp_path):
     assert rc == 1 and "bars, the dev period has" in err["error"]
 
 
+RAISE_AT = '''
+import numpy as np
+from agenttest import Featurizer, Predictor
+AT = %d
+class TechFeaturizer(Featurizer):
+    warmup = 61
+    def compute(self, view):
+        if view.t >= AT:
+            raise RuntimeError("stopped at bar %%d" %% view.t)
+        p = view.prices("ETH")
+        return p[-1] / p[-61] - 1.0
+class TechPredictor(Predictor):
+    def predict(self, r):
+        s = 0.5 + 0.5 * np.tanh(r * 300)
+        return np.array([s, 1 - s])
+'''
+
+
+@pytest.mark.parametrize("name", ["ETH-1H-BINARY", "XSEC-RANK"])
+def test_split_equals_dev_only_and_full(ds12, tmp_path, name):
+    """One --split stream gives exactly the --dev-only result and the full
+    one (agent scoring streams the dev bars once instead of twice)."""
+    code = generic(name)
+    rc, dev = evaluate(ds12, name, code, tmp_path, holdout_days=4, dev_only=True)
+    assert rc == 0, dev
+    rc, full = evaluate(ds12, name, code, tmp_path, holdout_days=4)
+    assert rc == 0, full
+    rc, both = evaluate(ds12, name, code, tmp_path, holdout_days=4, split=True)
+    assert rc == 0 and both["full_error"] is None, both
+    strip = lambda r: {k: v for k, v in r.items() if k != "timing"}   # noqa: E731
+    assert strip(both["dev"]) == strip(dev) and strip(both["full"]) == strip(full)
+    assert both["dev"]["dev_only"] is True and both["full"]["dev_only"] is False
+    assert both["dev"]["timing"]["steps"] == both["full"]["timing"]["steps"]   # one stream
+
+
+def test_split_failure_in_holdout_is_sealed_in_dev_is_the_error(ds2, tmp_path):
+    dev = 2 * 1440 - 720
+    # a failure in the holdout: the dev result stands, the failure is the full part's only
+    rc, both = evaluate(ds2, "ETH-1H-BINARY", RAISE_AT % (dev + 5), tmp_path, holdout_days=0.5, split=True)
+    assert rc == 0 and both["full"] is None, both
+    assert both["full_error"]["code"] == "strategy_error" and "stopped at bar %d" % (dev + 5) in \
+        both["full_error"]["error"]
+    rc, alone = evaluate(ds2, "ETH-1H-BINARY", RAISE_AT % (dev + 5), tmp_path, holdout_days=0.5, dev_only=True)
+    assert rc == 0 and {k: v for k, v in alone.items() if k != "timing"} == \
+        {k: v for k, v in both["dev"].items() if k != "timing"}
+    # at the first holdout bar: still a holdout failure
+    rc, both = evaluate(ds2, "ETH-1H-BINARY", RAISE_AT % dev, tmp_path, holdout_days=0.5, split=True)
+    assert rc == 0 and both["full"] is None and both["dev"]["n_timesteps"] == dev, both
+    # a failure in the dev period fails the evaluation, as --dev-only would
+    rc, err = evaluate(ds2, "ETH-1H-BINARY", RAISE_AT % (dev - 1), tmp_path, holdout_days=0.5, split=True)
+    assert rc == 1 and err["code"] == "strategy_error" and "stopped at bar %d" % (dev - 1) in err["error"]
+    rc, err = evaluate(ds2, "ETH-1H-BINARY", MOMENTUM, tmp_path, holdout_days=0.5, split=True, dev_only=True)
+    assert rc == 2 and err["code"] == "bad_request"
+
+
 MOMENTUM = '''
 import numpy as np
 from agenttest import Featurizer, Predictor
@@ -417,3 +472,38 @@ def test_original_strategy_file_runs_unmodified(ds2, tmp_path):
     assert rc == 0, res
     assert res["timing"]["warmup"] == 200 and 0 <= res["mean_auc"] <= 1
     assert normalise(res) == normalise(sdk_result(ds2, "ETH-1H-BINARY", SUBCLASSES, "mantis", 0))
+
+
+# Issue 11 item 9: the host's step counter steers how long the runner naps;
+# a strategy that makes time.perf_counter_ns jump 400 s a call and turns the
+# host's futex wake into a no-op had the runner nap ~40 s per step without
+# looking at its deadline (a 10 s wall limit took 144.6 s). The runner's own
+# clock bounds every nap now.
+OVERSLEEP = '''
+import sys, time
+import numpy as np
+from agenttest import Featurizer, Predictor
+_now = [0]
+def _jump():
+    _now[0] += 400 * 10**9
+    return _now[0]
+time.perf_counter_ns = _jump
+sys.modules["agenttest_host.stream"]._Futex.wake = lambda self, word: None
+class TechFeaturizer(Featurizer):
+    warmup = 10
+    def compute(self, view):
+        return 0.0
+class TechPredictor(Predictor):
+    def predict(self, f):
+        time.sleep(0.003)
+        return np.array([0.5, 0.5])
+'''
+
+
+def test_the_host_cannot_make_the_runner_oversleep_its_deadline(ds2, tmp_path):
+    import time
+    t0 = time.monotonic()
+    rc, err = evaluate(ds2, "ETH-1H-BINARY", OVERSLEEP, tmp_path, extra=("--cpu-seconds", "2"))
+    took = time.monotonic() - t0
+    assert rc == 1 and err["code"] == "timeout", err
+    assert took < 25, took   # wall limit 4 s (twice the CPU limit), plus start-up on a loaded machine

@@ -194,3 +194,30 @@ def test_gap_in_volatility_window_invalidates_only_nearby_labels():
     want = [k for k in range(60 + 3599, T - 60)
             if k != 8940 and not (9000 <= k <= 9000 + 60 + 3599)]
     assert t.tolist() == want
+
+
+def test_strict_no_windows_says_why():
+    """Strict mode names the window that could not be scored and why (issue
+    17 item 11); mantis mode keeps the original's words."""
+    m = walk(6000, 26, A=29)
+    closes = {a: m[:, i] for i, a in enumerate(ref.BREAKOUT_ASSETS)}
+    same = np.ones((6000, 29), dtype=np.float32)
+    assert chlib.score("XSEC-RANK", closes, same, 0, mode="mantis")[1] == {"error": "no valid walk-forward windows"}
+    rc, r = chlib.score("XSEC-RANK", closes, same, 0, mode="strict")
+    assert rc != 0
+    assert r["error"] == ("no valid walk-forward windows: none of the 2 windows could be scored; the first, "
+                          "window 1 [260, 4260): every row's predictions were identical across the 29 assets: "
+                          "Spearman undefined (rank the assets: give them different scores)")
+    # one asset with another score: the rows are ranked and the windows scored
+    same[:, 1] = np.linspace(-1, 1, 6000, dtype=np.float32)
+    assert chlib.score("XSEC-RANK", closes, same, 0, mode="strict")[0] == 0
+    # too short a history: no window at all, and how long one has to be
+    p = walk(300, 27)[:, 0]
+    rc, r = chlib.score("ETH-1H-BINARY", {"ETH": p}, np.ones((300, 2), dtype=np.float32), 0, mode="strict")
+    assert r["error"] == ("no valid walk-forward windows: 240 scored samples give no window of at least 200 "
+                          "(windows start at sample 560, every 4000); evaluate more days of history")
+    # one class only in every window of a binary challenge
+    up = np.exp(np.linspace(0, 1, 6000)) * 100
+    rc, r = chlib.score("ETH-1H-BINARY", {"ETH": up}, np.ones((6000, 2), dtype=np.float32) * 0.5, 0, mode="strict")
+    assert r["error"] == ("no valid walk-forward windows: none of the 2 windows could be scored; the first, "
+                          "window 1 [560, 4560): has 4000 labelled rows, all up: AUC undefined")

@@ -422,7 +422,9 @@ def test_confined_default(tmp_path, demo):
                 "--artifacts", tmp_path / "art"], "lookahead_detected")
     big = strategy(tmp_path, "import numpy as np\ndef simulate(p, q):\n    x = np.ones(400_000_000)\n"
                              "    return p\n", "mem.py")
+    # memory_limit comes from the cgroup's OOM kill (the sandbox's verdict),
+    # never from an exception the host reports (issue 11 item 4)
     err = fail(["--strategy", big, "--dataset", demo, "--artifacts", tmp_path / "art"], "memory_limit")
-    assert err["exception"]["type"] == "MemoryError"
+    assert "exception" not in err
     net = strategy(tmp_path, "import socket\ndef simulate(p, q):\n    socket.socket()\n    return p\n", "net.py")
     fail(["--strategy", net, "--dataset", demo, "--artifacts", tmp_path / "art"], "forbidden_syscall")

@@ -110,6 +110,8 @@ def test_evaluation_runs_in_the_sandbox(alice, momentum_eval):
     assert res["timing"]["steps"] == 7 * 1440 - 61
     assert e["dataset_version"] == q["dataset_version"] and e["code_hash"] == q["code_hash"]
     assert e["error"] is None and e["started_at"] and e["completed_at"] and e["runtime_s"] > 0
+    # the owner reads back the code that was scored
+    assert e["code"] == MOMENTUM
 
 
 def test_failed_evaluation_reports_the_exception(alice):
@@ -120,8 +122,14 @@ def test_failed_evaluation_reports_the_exception(alice):
 
 
 def test_mantis_mode_and_leaderboard_order(alice, bob, momentum_eval):
-    e2 = wait_done(bob, submit(bob, CONTRARIAN)["id"])
+    q2 = submit(bob, CONTRARIAN, name="contrarian tanh ×300", note="the momentum signal reversed\nas a control")
+    assert q2["name"] == "contrarian tanh ×300" and q2["note"] == "the momentum signal reversed\nas a control"
+    e2 = wait_done(bob, q2["id"])
     assert e2["status"] == "completed", e2
+    assert e2["name"] == q2["name"] and e2["note"] == q2["note"]
+    assert momentum_eval[1]["name"] is None and momentum_eval[1]["note"] is None   # not given
+    listed = {x["id"]: x for x in bob.get("/api/evaluations?challenge=ETH-1H-BINARY").json()["evaluations"]}
+    assert listed[e2["id"]]["name"] == q2["name"]
     r = alice.get("/api/challenges/ETH-1H-BINARY/leaderboard")
     assert r.status == 200, r
     board = r.json()
@@ -131,6 +139,9 @@ def test_mantis_mode_and_leaderboard_order(alice, bob, momentum_eval):
     ids = [x["evaluation_id"] for x in board["entries"]]
     assert momentum_eval[1]["id"] in ids and e2["id"] in ids
     assert [x["rank"] for x in board["entries"]] == list(range(1, len(ids) + 1))
+    # rows are identifiable by the name given at submission
+    names = {x["evaluation_id"]: x["name"] for x in board["entries"]}
+    assert names[e2["id"]] == "contrarian tanh ×300" and names[momentum_eval[1]["id"]] is None
     # a mantis-mode evaluation is on the mantis board only
     m = wait_done(alice, submit(alice, MOMENTUM, mode="mantis")["id"])
     assert m["status"] == "completed" and m["mode"] == "mantis" and m["result"]["mode"] == "mantis"
@@ -152,6 +163,7 @@ def test_visibility(alice, bob, admin, momentum_eval):
     eid = momentum_eval[1]["id"]
     assert bob.get(f"/api/evaluations/{eid}").status == 404
     assert admin.get(f"/api/evaluations/{eid}").status == 200
+    assert admin.get(f"/api/evaluations/{eid}").json()["code"] == MOMENTUM
     assert alice.get("/api/evaluations/not-a-uuid").status == 404
 
 
@@ -165,6 +177,11 @@ def test_visibility(alice, bob, admin, momentum_eval):
     ({"challenge": "ETH-1H-BINARY", "code": MOMENTUM, "dev_only": "yes"}, 400, "invalid_field"),
     ({"challenge": "ETH-1H-BINARY", "code": MOMENTUM, "extra": 1}, 400, "invalid_field"),
     ({"challenge": "ETH-1H-BINARY", "code": MOMENTUM, "dataset_version": "nope"}, 404, "not_found"),
+    ({"challenge": "ETH-1H-BINARY", "code": MOMENTUM, "name": "x" * 129}, 400, "invalid_field"),
+    ({"challenge": "ETH-1H-BINARY", "code": MOMENTUM, "name": "two\nlines"}, 400, "invalid_field"),
+    ({"challenge": "ETH-1H-BINARY", "code": MOMENTUM, "name": 7}, 400, "invalid_field"),
+    ({"challenge": "ETH-1H-BINARY", "code": MOMENTUM, "note": "n" * 1025}, 400, "invalid_field"),
+    ({"challenge": "ETH-1H-BINARY", "code": MOMENTUM, "note": "bell\x07"}, 400, "invalid_field"),
 ])
 def test_create_validation(alice, body, status, code):
     r = alice.post("/api/evaluations", body)
@@ -192,6 +209,12 @@ def test_auth_matrix(stack, alice, method, path, body):
     assert r.status in (200, 202, 404), r
     if method == "GET" and path.startswith("/api/evaluations/"):
         assert r.status == 404
+    if r.status == 202:
+        # the accepted evaluation is cancelled and waited for: the later tests
+        # submit as alice, who may have one ETH-1H-BINARY evaluation at a time
+        eid = r.json()["id"]
+        alice.post(f"/api/evaluations/{eid}/cancel")
+        assert wait_done(alice, eid)["status"] in ("cancelled", "completed", "failed")
 
 
 def test_one_evaluation_per_challenge_and_dataset_at_a_time(stack):
@@ -242,3 +265,57 @@ def test_cancel_a_running_evaluation(alice):
     again = alice.post(f"/api/evaluations/{q['id']}/cancel")
     assert again.status == 409 and again.json()["code"] == "conflict", again
     assert alice.post("/api/evaluations/00000000-0000-4000-8000-000000000000/cancel").status == 404
+
+
+# Issue 11 item 5: a failed evaluation returned up to 64 KiB of the
+# strategy's own text (exception message, traceback, stderr), enough to
+# carry the holdout's prices out; what comes back is a few KiB at most.
+LEAKING = '''
+import sys
+from agenttest import Featurizer, Predictor
+def deep(n, view):
+    if n == 0:
+        raise ValueError("x" * 60000)
+    return deep(n - 1, view)
+class TechFeaturizer(Featurizer):
+    warmup = 10
+    def compute(self, view):
+        sys.stderr.write("y" * 16000 + "\\n")
+        return deep(60, view)
+class TechPredictor(Predictor):
+    def predict(self, f):
+        return [0.5, 0.5]
+'''
+
+
+def test_a_failed_evaluation_returns_a_few_kib_of_the_strategys_text(alice):
+    import json
+    e = wait_done(alice, submit(alice, LEAKING)["id"])
+    assert e["status"] == "failed" and e["error"]["code"] == "strategy_error", e["error"]
+    assert e["result"]["exception"]["type"] == "ValueError"
+    assert "xxxx" in e["result"]["exception"]["message"]      # still says what failed
+    text = json.dumps({"error": e["error"], "result": e["result"]})
+    assert len(text) <= 6 * 1024, len(text)
+
+
+# Issue 11 item 8: rows of 4096 values made the trusted runner hold
+# rows x 4096 floats (2.76 GB RSS for two 60-day evaluations, outside any
+# cgroup); a row wider than the challenge's embedding_dim is refused.
+WIDE = '''
+import numpy as np
+from agenttest import Featurizer, Predictor
+class TechFeaturizer(Featurizer):
+    warmup = 1
+    def compute(self, view):
+        return 0.0
+class TechPredictor(Predictor):
+    def predict(self, f):
+        return np.full(4096, 0.5)
+'''
+
+
+def test_rows_wider_than_the_challenge_dimension_are_refused(alice):
+    e = wait_done(alice, submit(alice, WIDE)["id"])
+    assert e["status"] == "failed", e
+    assert e["error"]["code"] == "bad_output", e["error"]
+    assert "4096 values" in e["error"]["message"] and "embedding_dim 2" in e["error"]["message"], e["error"]

@@ -60,8 +60,8 @@ def test_changed_dataset_fails_runs_with_a_clear_code(stack, frank, tmp_path):
 
 def test_dataset_dir_workers_and_inert_keys_at_start(stack_factory, tmp_path):
     """DATASET_DIR is registered under DATASET_VERSION at start (no synthetic
-    market is made), MANTIS_WORKERS sizes the pool, and a key whose feature
-    does not exist yet says so in the pool's log."""
+    market is made), MANTIS_WORKERS sizes the pool, and MANTIS_MAX_AGENTS
+    (effective since issue 15) is neither unknown nor inert."""
     d = tmp_path / "mine"
     d.mkdir()
     (d / "prices.csv").write_text("ts,price\n1,10\n2,11\n3,12\n4,13\n")
@@ -81,7 +81,7 @@ def test_dataset_dir_workers_and_inert_keys_at_start(stack_factory, tmp_path):
                 and _ppid(p) == master]
         assert len(kids) == 3
         log = (s.var / "log" / "pool.log").read_text()
-        assert "MANTIS_MAX_AGENTS is set but has no effect yet" in log
+        assert "MANTIS_MAX_AGENTS" not in log
 
 
 def _ppid(p):

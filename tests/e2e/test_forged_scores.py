@@ -66,3 +66,25 @@ def test_honest_curve_is_scored_as_recomputed(mallory):
     assert p["status"] == "completed", p
     for k in ("total_return", "sharpe", "max_drawdown"):
         assert r["metrics"][k] == pytest.approx(p["metrics"][k], rel=1e-9, abs=1e-12), k
+
+
+# Issue 11 item 3: looks ahead on the first (full-length) call and replays
+# that answer, cut to length, to every later call. With the audit's calls in
+# the host that made the full run, every prefix matched (score 1.2e104,
+# drawdown 0); each audit call in a fresh host has nothing to replay.
+REPLAY = '''
+_seen = []
+def positions(prices, params):
+    if not _seen:
+        n = len(prices)
+        _seen.append([1.0 if i + 2 < n and prices[i + 2] > prices[i + 1] else -1.0
+                      for i in range(n)])
+    return _seen[0][:len(prices)]
+'''
+
+
+def test_audit_calls_cannot_replay_the_full_run(mallory):
+    r = run_code(mallory, REPLAY, fee_bps=0)
+    assert r["status"] == "failed", r.get("metrics")
+    assert r["error"]["code"] == "lookahead_detected", r["error"]
+    assert r["metrics"] is None

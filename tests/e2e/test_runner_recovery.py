@@ -22,13 +22,7 @@ def rstack(stack_factory):
     s = stack_factory.fresh("recovery", RUNS_MAX_QUEUED=1000, AGENTTEST_RUNNER_SLOTS=2, MANTIS_LOG_LEVEL="debug")
     s.start()
     yield s
-    for p in getattr(s, "extra_runners", []):
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(timeout=40)
-            except subprocess.TimeoutExpired:
-                p.kill()
+    stop_runners(s)
     s.stop()
 
 
@@ -37,12 +31,24 @@ def api(rstack):
     return Api(rstack, rstack.create_token(role="user"))
 
 
+def stop_runners(stack):
+    """Stop the runners start_runner added (SIGTERM, then SIGKILL after 40 s)."""
+    for p in getattr(stack, "extra_runners", []):
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=40)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
 def start_runner(stack, name, slots=2):
     """Another agenttest-runner process on the stack's database (as on a second host)."""
     env = stack.cli_env()
     env.update({
         "RUNNER_NOTIFY_DIR": str(stack.var / "run" / "runners"),
         "ARTIFACTS_DIR": str(stack.var / "run_artifacts"),
+        "AGENTTEST_AGENTS_DIR": str(stack.var / "agents"),   # agent workspaces are shared by every runner
         "MANTIS_LOG_LEVEL": "debug",
     })
     log = open(stack.var / "log" / f"{name}.log", "ab")
@@ -197,11 +203,12 @@ def test_sigterm_hands_back_running_work(rstack, api):
     api.wait_status(run["run_id"], "running")
     p.send_signal(signal.SIGTERM)
     log = rstack.var / "log" / "runner-drain.log"
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while '"draining"' not in log.read_text() and time.monotonic() < deadline:
         time.sleep(0.05)
+    assert '"draining"' in log.read_text(), log.read_text()[-3000:]
     p.send_signal(signal.SIGTERM)   # a second signal skips the drain: hand back now
-    p.wait(timeout=20)
+    p.wait(timeout=60)
     back = api.get(f"/runs/{run['run_id']}").json()
     assert back["status"] == "queued", back
     assert back["attempts"] == 0

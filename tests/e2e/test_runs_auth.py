@@ -7,6 +7,7 @@ import re
 import pytest
 
 from runs_helpers import Api, BUY_AND_HOLD, EXAMPLES, REMOTE
+from test_agents_api import ROUTES as AGENT_ROUTES  # their matrix: test_every_route_is_the_owners_or_an_admins
 from test_challenges import FAILING
 
 
@@ -37,6 +38,7 @@ ROUTES = [
     ("GET", "/runs", None, ("ok", "ok", "ok")),
     ("GET", "/runs/{rid}", None, ("ok", 404, "ok")),
     ("GET", "/runs/{rid}/equity", None, ("ok", 404, "ok")),
+    ("GET", "/runs/{rid}/trades", None, (409, 404, 409)),   # a simulate run: no trades (test_run_trades.py)
     ("POST", "/runs/{rid}/verify", {}, ("ok", 404, "ok")),
     ("POST", "/runs/{rid}/cancel", {}, (409, 404, 409)),
     ("GET", "/leaderboard", None, ("ok", "ok", "ok")),
@@ -48,7 +50,12 @@ ROUTES = [
     ("GET", "/api/challenges/ETH-1H-BINARY/leaderboard", None, ("ok", "ok", "ok")),
 ]
 # by-id routes with a side effect, tested on their own below
-SEPARATE = {"/api/tokens/{id}/revoke", "/api/evaluations/{id}/cancel"}
+SEPARATE = {"/api/tokens/{id}/revoke", "/api/evaluations/{id}/cancel",
+            # the updater's answers: admin only, covered with real proposals in test_updater.py
+            "/defaults/proposals/{id}/approve", "/defaults/proposals/{id}/reject",
+            # it calls the model API: covered against the Anthropic stand-in in test_agents_ask.py
+            # (no credential 401, another user 404, the owner answered)
+            "/api/agents/{id}/ask"}
 
 
 def fill(x, w):
@@ -82,6 +89,7 @@ def test_every_by_id_route_is_in_the_matrix():
     by_id = set(re.findall(r'"(/[^"]*\{[^"]*)"', table))
     covered = {re.sub(r"\{\w+\}", "{}", p) for _, p, _, _ in ROUTES}
     covered |= {re.sub(r"\{\w+\}", "{}", p) for p in SEPARATE}
+    covered |= {"/api/agents/{}" + re.sub(r"/\d+(?=/|$)", "/{}", t.split("?")[0]) for _, t in AGENT_ROUTES}
     concrete = {re.sub(r"/(v1|ETH-1H-BINARY)(/|$)", r"/{}\2", p) for p in covered}
     missing = {p for p in by_id if re.sub(r"\{\w+\}", "{}", p) not in covered | concrete}
     assert not missing, missing

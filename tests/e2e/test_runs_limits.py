@@ -43,12 +43,30 @@ def alice(stack):
 
 @pytest.mark.parametrize("code", [HOG_BYTES, HOG_NUMPY], ids=["bytes", "numpy"])
 def test_one_huge_allocation_fails_with_memory_limit(alice, code):
-    # refused by the address-space limit: Python's MemoryError, mapped to memory_limit
+    # 4 GiB, filled: the address space allows it, the memory cgroup does not
+    # (its OOM killer: verdict ML, the trusted side's own observation)
     vid = submit(alice, code, "hog")
     for _ in range(2):   # the second run goes through a warm zygote child
         run = alice.run(vid, dataset_version="v1")
         assert run["status"] == "failed", run
         assert run["error"]["code"] == "memory_limit", run["error"]
+        assert run["resources"]["verdict"] == "memory_limit", run["resources"]
+
+
+# Issue 11 item 4: raising MemoryError used to forge `memory_limit` (the
+# host's word was taken for it); the verdict comes from the cgroup only.
+FAKE_OOM = (
+    "def simulate(prices, params):\n"
+    "    raise MemoryError('the platform ran out of memory')\n"
+)
+
+
+def test_a_raised_memory_error_is_the_strategys_error(alice):
+    run = alice.run(submit(alice, FAKE_OOM, "fakeoom"), dataset_version="v1")
+    assert run["status"] == "failed", run
+    assert run["error"]["code"] == "strategy_error", run["error"]
+    assert "MemoryError" in run["error"]["message"], run["error"]
+    assert run["resources"]["verdict"] != "memory_limit", run["resources"]
 
 
 def test_growing_beyond_the_limit_fails_with_memory_limit(alice):

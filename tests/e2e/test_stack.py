@@ -190,8 +190,11 @@ def test_renderer_allowed_hosts_map():
     block = r.stdout.split("map $host $agenttest_host_ok {", 1)[1].split("}", 1)[0]
     entries = [l.strip() for l in block.splitlines() if l.strip()]
     assert entries == ["default 0;", '"agenttest.example.org" 1;', '"localhost" 1;'], entries
-    # both API locations (fastcgi.conf), the dashboard and the static assets
-    assert r.stdout.count("if ($agenttest_host_ok = 0)") == 4
+    # the three API locations (fastcgi.conf: API, /api/, agent events), the
+    # dashboard and the static assets
+    assert r.stdout.count("if ($agenttest_host_ok = 0)") == 5
+    events = r.stdout.split("location ~ ^/api/agents/[^/]+/events$ {", 1)[1].split("location /api/ {", 1)[0]
+    assert "fastcgi_buffering off;" in events
     bad = render(*values, "RATE_RPM=0", "ALLOWED_HOSTS=evil;return")
     assert bad.returncode == 2 and "unsafe value" in bad.stderr
 

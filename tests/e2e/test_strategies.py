@@ -127,6 +127,14 @@ def test_kinds_positions_and_signal(alice):
     r = alice.post("/strategies/submit", {"code": "class Featurizer:\n    pass\n", "name": "half"})
     body = assert_error(r, 400, "invalid_field")
     assert "Predictor" in body["error"]
+    # the list names the kind of each strategy's latest version
+    name = uniq("kinds")
+    alice.submit(BUY_AND_HOLD + "# kinds\n", name)
+    listed = {s["name"]: s for s in alice.get("/strategies?limit=1000").json()["strategies"]}
+    assert listed[name]["latest_kind"] == "simulate"
+    alice.submit(example("sma_positions.py") + "# kinds\n", name)
+    listed = {s["name"]: s for s in alice.get("/strategies?limit=1000").json()["strategies"]}
+    assert listed[name]["latest_kind"] == "positions" and listed[name]["versions"] == 2
 
 
 def test_params_must_be_an_object(alice):

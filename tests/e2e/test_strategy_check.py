@@ -260,7 +260,7 @@ def test_hostile_checks_are_bounded(cstack, capi, name, code):
     t = time.monotonic()
     r = capi.post("/strategies/submit", {"code": code, "name": f"hostile-{name}"}, timeout=15)
     took = time.monotonic() - t
-    assert took < 6, f"{name}: {took:.1f}s"
+    assert took < 14, f"{name}: {took:.1f}s"   # the submit timeout (15 s) is the failure: a bounded check answers well before it
     assert r.status in (200, 400), r
     if name == "many-functions":
         assert r.status == 200 and r.json()["kind"] == "simulate", r

@@ -71,7 +71,7 @@ static const struct fcgi_route fuzz_routes[] = {
 
 static struct config fuzz_cfg[2];
 static struct fcgi_app fuzz_app[2];
-static struct metrics *fuzz_metrics;
+static struct prom *fuzz_metrics;
 
 /* The token store: fuzz_token is an admin token. */
 static enum db_status fuzz_lookup(void *ctx, const unsigned char hash[TOKEN_HASH_BYTES],
@@ -104,7 +104,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	log_set_level(LOG_LVL_ERROR);
 	unsetenv("AGENTTEST_CONFIG");
 	setenv("AGENTTEST_BODY_LIMIT", "4096", 1);
-	fuzz_metrics = metrics_new(FUZZ_NROUTES);
+	fuzz_metrics = prom_new(FUZZ_NROUTES);
 	for (int i = 0; i < 2; i++) {
 		if (i == 1)
 			setenv("MANTIS_AUTH_TOKEN", "Correct-Horse-Battery-42", 1);

@@ -31,11 +31,11 @@ if ! make --no-print-directory -s -j2 -f tests/fuzz/fuzz.mk >"$out/logs/build.lo
   exit 1
 fi
 
-declare -A dict=( [fuzz_request]=tests/fuzz/request.dict [fuzz_json]=tests/fuzz/request.dict [fuzz_config]=tests/fuzz/config.dict )
+declare -A dict=( [fuzz_request]=tests/fuzz/request.dict [fuzz_json]=tests/fuzz/request.dict [fuzz_config]=tests/fuzz/config.dict [fuzz_klines]=tests/fuzz/klines.dict )
 cases=""
 failures=0
 total=0
-for f in fuzz_request fuzz_json fuzz_config; do
+for f in fuzz_request fuzz_json fuzz_config fuzz_klines; do
   name=${f#fuzz_}
   work=$(mktemp -d "$out/corpus-$name.XXXXXX")
   cp tests/fuzz/corpus/"$name"/* "$work"/

@@ -15,8 +15,13 @@ requests, one every --fault-every requests, in order: 429 (with Retry-After: 1),
 ({"code":-1003,...} with status 200), badjson. --forever STATUS answers
 every klines request with that status (429 comes with Retry-After: 1).
 --gap-symbol SYM: SYM has no candle in minutes 500..509 of every 1000.
+--history-days D: no candle older than D days (a recent listing; keeps
+fetches of a long window short).
 --lag-minutes L: the server's clock is L minutes behind (no candle newer);
-POST /admin/lag?minutes=L changes it. GET /admin/stats: counts.
+POST /admin/lag?minutes=L changes it. POST /admin/faults?list=a,b queues
+more faults (served to the next klines requests). POST
+/admin/gap?symbol=SYM&from=MS&to=MS: SYM has no candle with an open time in
+[from, to] (a gap on demand, for paper trading). GET /admin/stats: counts.
 Prints the port on stdout, then serves until killed.
 """
 import argparse
@@ -50,6 +55,7 @@ class State:
         self.args = args
         self.faults = [f for f in args.faults.split(",") if f]
         self.lag_ms = args.lag_minutes * 60000
+        self.gaps = []   # (symbol, from_ms, to_ms) of POST /admin/gap
         self.lock = threading.Lock()
         self.stats = {"klines": 0, "ping": 0, "faults_served": [], "statuses": {}}
 
@@ -81,6 +87,17 @@ class Handler(BaseHTTPRequestHandler):
         st = self.server.state
         if u.path == "/admin/lag":
             st.lag_ms = int(parse_qs(u.query)["minutes"][0]) * 60000
+            return self.reply(200, "{}")
+        if u.path == "/admin/gap":
+            q = parse_qs(u.query)
+            with st.lock:
+                st.gaps.append((q["symbol"][0], int(q["from"][0]), int(q["to"][0])))
+            return self.reply(200, "{}")
+        if u.path == "/admin/faults":
+            with st.lock:
+                st.faults += [f for f in parse_qs(u.query)["list"][0].split(",") if f]
+                st.args.fault_after = min(st.args.fault_after, st.stats["klines"])
+                st.args.fault_every = 1
             return self.reply(200, "{}")
         self.reply(404, '{"code":-1,"msg":"not found"}')
 
@@ -127,11 +144,14 @@ class Handler(BaseHTTPRequestHandler):
         now = int(time.time() * 1000) - st.lag_ms
         start = int(q.get("startTime", 0))
         end = min(int(q.get("endTime", now)), now)
+        if st.args.history_days:
+            start = max(start, now - int(st.args.history_days * 86400000))
         t = -(-start // ival) * ival
         rows = []
         while t <= end and len(rows) < limit:
             m = (t // ival) % 1000
-            if not (sym == st.args.gap_symbol and 500 <= m < 510):
+            hidden = any(g[0] == sym and g[1] <= t <= g[2] for g in st.gaps)
+            if not hidden and not (sym == st.args.gap_symbol and 500 <= m < 510):
                 rows.append(candle(sym, t, ival))
             t += ival
         self.reply(200, json.dumps(rows, separators=(",", ":")))
@@ -146,6 +166,7 @@ def main():
     ap.add_argument("--slow-s", type=float, default=2.0)
     ap.add_argument("--gap-symbol", default="")
     ap.add_argument("--lag-minutes", type=int, default=0)
+    ap.add_argument("--history-days", type=float, default=0)
     args = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True

@@ -27,7 +27,7 @@ import threading
 import time
 import xml.etree.ElementTree as ET
 
-CPU, WALL, MEM, OUTPUT = 2.0, 4.0, 256 << 20, 1 << 20
+CPU, WALL, MEM, OUTPUT = 2.0, 8.0, 256 << 20, 1 << 20   # wall: room for a loaded machine
 SLOW_LIMITS = ["--cpu=30", "--wall=60"]  # later options win in sbx-drive
 
 # name -> (source of the hostile part, expected statuses, modes, extra check)

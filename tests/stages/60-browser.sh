@@ -22,7 +22,7 @@ for b in agenttest agenttest-fcgi agenttest-runner agenttest-sandbox; do
 done
 [ -f node_modules/playwright-core/package.json ] && [ -f node_modules/axe-core/axe.min.js ] ||
   { echo "60-browser: node_modules missing (make deps runs npm ci)"; exit 1; }
-[ -f static/vendor/uPlot.iife.min.js ] || { echo "60-browser: static/vendor missing (npm ci runs the vendor step)"; exit 1; }
+[ -f static/vendor/uPlot.iife.min.js ] && [ -f static/vendor/codemirror.js ] || { echo "60-browser: static/vendor missing (npm ci runs the vendor step)"; exit 1; }
 [ -x "${CHROMIUM:-/usr/bin/chromium}" ] || { echo "60-browser: ${CHROMIUM:-/usr/bin/chromium} missing (make deps)"; exit 1; }
 
 VAR=$(mktemp -d "${TMPDIR:-/tmp}/agenttest-browser-XXXXXX")
@@ -32,21 +32,30 @@ PORT=$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0));
 
 # Only our settings: nothing from the caller's environment changes the stack.
 unset AGENTTEST_CONFIG DATABASE_URL AGENTTEST_AUTH AGENTTEST_SECRET_FILE AGENTTEST_FCGI_SOCKET \
-      AGENTTEST_BODY_LIMIT AGENTTEST_RATE_BURST AGENTTEST_URL AGENTTEST_TOKEN
-export AGENTTEST_VAR=$VAR AGENTTEST_BIN=$BIN MANTIS_HOST=127.0.0.1 MANTIS_PORT=$PORT \
+      AGENTTEST_BODY_LIMIT AGENTTEST_RATE_BURST AGENTTEST_URL AGENTTEST_TOKEN BINANCE_API_URL
+export AGENTTEST_VAR=$VAR AGENTTEST_BIN=$BIN MANTIS_HOST=127.0.0.1 MANTIS_PORT=$PORT MANTIS_DATA_DIR=$VAR/market \
        MANTIS_AUTH_TOKEN=$TOKEN MANTIS_RATE_LIMIT_RPM=0 AGENTTEST_WORKERS=2 AGENTTEST_DB_BUFFER_POOL=32M
 
+standin=
 cleanup() {
   local rc=$?
   scripts/stack.sh stop >/dev/null 2>&1 || true
+  [ -z "$standin" ] || { kill "$standin" 2>/dev/null; wait "$standin" 2>/dev/null; } || true
   if [ -d "$VAR/log" ]; then
     rm -rf "$OUT/browser-logs"
     cp -r "$VAR/log" "$OUT/browser-logs" 2>/dev/null || true
   fi
-  rm -rf "$VAR"
+  rm -rf "$VAR" ${VAR2:+"$VAR2"}
   exit "$rc"
 }
 trap cleanup EXIT INT TERM
+
+# The local Binance stand-in (ETH with gaps) for the fetches of the session.
+"$PYTHON" tests/lib/binance_standin.py --gap-symbol ETHUSDT >"$VAR/standin.port" &
+standin=$!
+for _ in $(seq 100); do [ -s "$VAR/standin.port" ] && break; sleep 0.1; done
+[ -s "$VAR/standin.port" ] || { echo "60-browser: the Binance stand-in did not start"; exit 1; }
+export BINANCE_API_URL="http://127.0.0.1:$(head -n 1 "$VAR/standin.port")"
 
 echo "60-browser: starting a stack on 127.0.0.1:$PORT in $VAR"
 scripts/stack.sh start
@@ -60,6 +69,13 @@ set -a
 . "$VAR/stack.env"
 set +a
 AGENTTEST_USER_TOKEN=$("$BIN/agenttest" token create --user browser-user --role user | tail -n 1)
+
+# The Data page's audit: 60 days of BTC and ETH (ETH with gaps) fetched from
+# the local Binance stand-in (started before the stack, so the runner's
+# prefetch jobs use it too) into the stack's MANTIS_DATA_DIR.
+AGENTTEST_CONFIG=/dev/null \
+  "$BIN/agenttest" data fetch --days-back 60 --assets BTC,ETH --no-pace --parallel 2 >/dev/null ||
+  { echo "60-browser: agenttest data fetch from the stand-in failed"; exit 1; }
 export AGENTTEST_USER_TOKEN AGENTTEST_TEST_OUT=$OUT
 
 # node's test runner: spec on stdout for people, JUnit for tests/run.sh.
@@ -69,9 +85,38 @@ NO_COLOR=1 FORCE_COLOR=0 node --test --test-concurrency=1 --test-timeout=600000 
   --test-reporter=spec --test-reporter-destination=stdout \
   --test-reporter=junit --test-reporter-destination="$JUNIT/browser.xml" \
   tests/browser/units.test.mjs tests/browser/auth.test.mjs tests/browser/dashboard.test.mjs || rc=$?
+# The Agents pages (issue 17): on the same stack, a run of its own, since it
+# waits for the built-in agent's scored iterations (minutes of CPU each) and
+# node's --test-timeout bounds a whole file, not one test; the file's own
+# tests carry their bounds. Its JUnit goes to browser-agents.xml.
+NO_COLOR=1 FORCE_COLOR=0 node --test --test-concurrency=1 --test-timeout=1800000 \
+  --test-reporter=spec --test-reporter-destination=stdout \
+  --test-reporter=junit --test-reporter-destination="$JUNIT/browser-agents.xml" \
+  tests/browser/agents.test.mjs || rc=$?
+# The rate limit at its default (issue 17 item 7): a second stack of its
+# own, no token (the loopback admin), MANTIS_RATE_LIMIT_RPM unset, after
+# the first one is stopped; tests/browser/ratelimit.test.mjs opens six tabs
+# at once and then spends the burst. Its JUnit goes to browser-ratelimit.xml.
+scripts/stack.sh stop >/dev/null 2>&1 || true
+VAR2=$(mktemp -d "${TMPDIR:-/tmp}/agenttest-browser-rl-XXXXXX")
+PORT2=$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+unset MANTIS_AUTH_TOKEN MANTIS_RATE_LIMIT_RPM AGENTTEST_TOKEN AGENTTEST_URL DATABASE_URL AGENTTEST_SECRET_FILE \
+      AGENTTEST_FCGI_SOCKET AGENTTEST_CHECK_SOCKET AGENTTEST_CONFIG   # the first stack's stack.env
+export AGENTTEST_VAR=$VAR2 MANTIS_PORT=$PORT2 MANTIS_DATA_DIR=$VAR2/market AGENTTEST_SYNTH_DAYS=1
+echo "60-browser: starting a rate-limited stack on 127.0.0.1:$PORT2 in $VAR2"
+if scripts/stack.sh start; then
+  AGENTTEST_URL="http://127.0.0.1:$PORT2" NO_COLOR=1 FORCE_COLOR=0 node --test --test-concurrency=1 --test-timeout=300000 \
+    --test-reporter=spec --test-reporter-destination=stdout \
+    --test-reporter=junit --test-reporter-destination="$JUNIT/browser-ratelimit.xml" \
+    tests/browser/ratelimit.test.mjs || rc=$?
+  [ ! -d "$VAR2/log" ] || { rm -rf "$OUT/browser-rl-logs"; cp -r "$VAR2/log" "$OUT/browser-rl-logs" 2>/dev/null || true; }
+else
+  echo "60-browser: the rate-limited stack did not start"; rc=1
+fi
 # Error texts may carry terminal escapes, which XML 1.0 cannot hold: drop
 # the control characters so the report stays readable by tests/run.sh.
-"$PYTHON" - "$JUNIT/browser.xml" <<'PY'
+for xml in "$JUNIT/browser.xml" "$JUNIT/browser-agents.xml" "$JUNIT/browser-ratelimit.xml"; do
+"$PYTHON" - "$xml" <<'PY'
 import re, sys
 p = sys.argv[1]
 try:
@@ -82,4 +127,5 @@ t = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", t)
 t = re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f]", "", t)
 open(p, "w", encoding="utf-8").write(t)
 PY
+done
 exit "$rc"

@@ -9,13 +9,22 @@ effect well within 5 s), after MANTIS_ITER_WALL_TIMEOUT, or after
 MANTIS_CLAUDE_TIMEOUT without a line. Afterwards the trusted side copies
 iteration_N.py out of the workspace (no symlinks, regular file, 1 MiB at
 most) into the agent's scoring directory, which the agent cannot reach,
-and runs `agenttest evaluate` on it twice, each in its own evaluation
-sandbox: once with --dev-only (the holdout is never sent; these are the
-`metrics` the agent is shown in HISTORY.md) and once on the whole span
+and runs `agenttest evaluate --split` on it once, in an evaluation
+sandbox: one stream over the whole span yields both the dev-only result
+(the rows before the holdout, all computed before any holdout bar reached
+the sandbox, scored on the dev period alone: the `metrics` the agent is
+shown in HISTORY.md, exactly what a --dev-only run gives) and the result
 with the last 20 days as holdout (`holdout_metrics`: sealed, for the
 owner only; neither its numbers nor its error text, logs or timing are
-written anywhere the agent can read). Nothing the agent wrote besides
+written anywhere the agent can read). Streaming the dev bars once instead
+of twice saves about 40 % of the scoring (docs/agents.md). Nothing the agent wrote besides
 iteration_N.py and iteration_N_analysis.json is read.
+
+Live activity (on_activity): for the built-in driver every line the agent
+prints during its turn (it logs what it runs and what it writes) is passed
+on as it arrives, then the trusted side names its own steps (the turn's
+end, the dev scoring, the sealed scoring: never a holdout number). These
+lines go to the owner only; the agent never reads them.
 """
 import hashlib
 import json
@@ -27,7 +36,7 @@ import subprocess
 import sys
 import time
 
-from . import config, devdata, sandbox_profile, workspace
+from . import config, devdata, drivers, llm, sandbox_profile, workspace
 
 CODE_MAX = 1 << 20
 ANALYSIS_MAX = 1 << 20
@@ -70,18 +79,32 @@ def _own(ws, uid):
             os.lchown(os.path.join(d, x), uid, uid)
 
 
-def run_turn(program, ws, dev, log_path, should_stop, box):
+def _lines(pending, chunk, on_line):
+    """Feed chunk to on_line line by line; returns the unterminated rest
+    (bounded: an endless line is cut)."""
+    pending += chunk
+    *done, rest = pending.split(b"\n")
+    for line in done:
+        on_line(line.decode("utf-8", "replace"))
+    return rest[-4096:]
+
+
+def run_turn(program, ws, dev, log_path, should_stop, box, profile="strategy", extra_env=None, extra_binds=(),
+             on_line=None):
     """Run one agent turn in the sandbox; returns (status, seconds) with
-    status ok, error, stopped, timeout or idle_timeout."""
+    status ok, error, stopped, timeout or idle_timeout. on_line(text), if
+    given, receives each output line of the agent as it arrives."""
     wall = config.get("MANTIS_ITER_WALL_TIMEOUT")
     idle = config.get("MANTIS_CLAUDE_TIMEOUT")
     meta = os.path.join(os.path.dirname(log_path), "scoring", "turn.meta")
     lib = os.environ.get("AGENTTEST_EVAL_LIB") or os.path.join(REPO, "build/release/libagenttest_eval.so")
     host = os.path.join(REPO, "sandbox/host")
-    argv = sandbox_profile.argv(_bin("agenttest-sandbox"), box, ws, host, lib, dev, program, meta)
+    argv = sandbox_profile.argv(_bin("agenttest-sandbox"), box, ws, host, lib, dev, program, meta,
+                                profile, extra_env, extra_binds)
     t0 = time.monotonic()
     last = t0
     status = None
+    pending = b""
     with open(log_path, "ab") as log:
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, start_new_session=True)
@@ -95,6 +118,8 @@ def run_turn(program, ws, dev, log_path, should_stop, box):
                     log.write(chunk)
                     log.flush()
                     last = time.monotonic()
+                    if on_line:
+                        pending = _lines(pending, chunk, on_line)
                 now = time.monotonic()
                 if should_stop():
                     status = "stopped"
@@ -105,35 +130,53 @@ def run_turn(program, ws, dev, log_path, should_stop, box):
                 if status:
                     os.killpg(p.pid, signal.SIGKILL)
                     break
+            # end of output is not the end of the sandbox: it still writes
+            # its verdict and exits; wait for that (bounded, a stop still
+            # acts), never kill it for being a moment late
+            t_eof = time.monotonic()
+            while status is None and p.poll() is None and time.monotonic() - t_eof < 60:
+                if should_stop():
+                    status = "stopped"
+                    os.killpg(p.pid, signal.SIGKILL)
+                    break
+                time.sleep(0.05)
         finally:
+            if p.poll() is None:   # a stop, a limit, or an exception (the runner's stop) left the turn running
+                os.killpg(p.pid, signal.SIGKILL)
             p.wait()
             p.stdout.close()
+    if on_line and pending:
+        on_line(pending.decode("utf-8", "replace"))
     if status is None:
         status = "ok" if p.returncode == 0 else "error"
         verdict = _meta_verdict(meta)
         if verdict:   # the sandbox ended the agent (seccomp, memory, ...): say so
             status = verdict
+    with open(log_path, "ab") as log:   # the operator sees why a turn ended (and why a retry came)
+        log.write(b"[turn] ended: %s (exit status %d)\n" % (status.encode(), p.returncode))
     return status, time.monotonic() - t0
 
 
 def _meta_verdict(path):
     """The sandbox's verdict from its meta file ("SY: forbidden system call
-    memfd_create"), or None when the agent exited by itself."""
+    memfd_create"), or None when the agent exited by itself (OK, RE) or
+    there is no verdict."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             kv = dict(line.rstrip("\n").split(":", 1) for line in f if ":" in line)
     except OSError:
         return None
-    if "status" not in kv:
+    if kv.get("status", "OK") in ("OK", "RE"):   # it exited by itself: its exit status says how
         return None
     return "%s: %s" % (kv["status"], kv.get("message", "killed by the sandbox"))
 
 
-def _evaluate(code_path, challenge, dataset, days_back, dev_only):
+def _evaluate(code_path, challenge, dataset, days_back):
+    """`agenttest evaluate --split`: (result {dev, full, full_error}, None),
+    or (None, error object) when the dev part failed."""
     argv = [_bin("agenttest"), "evaluate", "--challenge", challenge, "--strategy", code_path,
-            "--dataset", dataset, "--days-back", str(days_back), "--holdout-days", str(devdata.HOLDOUT_DAYS)]
-    if dev_only:
-        argv.append("--dev-only")
+            "--dataset", dataset, "--days-back", str(days_back), "--holdout-days", str(devdata.HOLDOUT_DAYS),
+            "--split"]
     p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=7200)
     try:
         if p.returncode == 0:
@@ -149,11 +192,21 @@ def _headline(m):
     return {k: v for k, v in m.items() if k != "timing"} if m else m
 
 
-def run_iteration(agent, n, entries, inbox, should_stop=lambda: False):
+def run_iteration(agent, n, entries, inbox, should_stop=lambda: False, on_scoring=lambda: None, usage_out=None,
+                  on_activity=None):
     """Run iteration n of `agent` (dict: id, root, challenge, goal, driver,
     seed, min_iterations, max_iterations, days_back, dataset); entries: the
-    recorded iterations so far; inbox: the messages delivered to this turn.
-    Returns (status, entry) with status ok, stopped or crashed."""
+    recorded iterations so far; inbox: the messages delivered to this turn;
+    on_scoring() is called when the turn is over and scoring starts.
+    Returns (status, entry) with status ok, stopped, crashed or
+    budget_exhausted (an LLM budget ran out: nothing is recorded, the
+    workspace is kept, and running iteration n again after a raise resumes).
+    LLM drivers (claude-code, command) also need agent["anthropic_key"] and
+    take model, budget, owner_id, upstream, command (llm.py); their turn's
+    metered usage ({tokens, exhausted}) goes into the dict usage_out
+    whatever the turn came to (stopped included), for the runner to charge.
+    on_activity(line), if given, receives the live activity lines."""
+    act = on_activity or (lambda line: None)
     from agenttest.evaluator import challenges
     info = dict(challenges(fields=("funding_1h",))[agent["challenge"]], name=agent["challenge"])
     P = paths(agent["root"])
@@ -170,16 +223,27 @@ def run_iteration(agent, n, entries, inbox, should_stop=lambda: False):
         _own(ws, box.uid())
         with open(P["stdout"], "ab") as log:
             log.write(b"[iter %d] started\n" % n)
-        if agent.get("driver", "builtin") != "builtin":
-            raise ValueError("driver %r is not available" % agent.get("driver"))
-        program = ["/usr/bin/python3", "-m", "agenttest_agent", "--workspace", os.path.realpath(ws),
-                   "--iteration", str(n), "--challenge", agent["challenge"], "--seed", str(agent.get("seed", 1)),
-                   "--min-iterations", str(agent["min_iterations"]), "--agent-id", agent["id"]]
-        status, agent_s = run_turn(program, ws, P["dev"], P["stdout"], should_stop, box)
+        driver = agent.get("driver", "builtin")
+        llm_info = None
+        if driver in ("claude-code", "command"):
+            status, agent_s, llm_info = llm.run_llm_turn(
+                agent, n, os.path.realpath(ws), P["dev"], P["stdout"], should_stop, box, run_turn,
+                os.path.dirname(_bin("x")), bool(inbox and inbox.strip()))
+            if usage_out is not None:
+                usage_out.update(tokens=llm_info["tokens"], exhausted=llm_info.get("exhausted", ""))
+        else:
+            program = drivers.get(driver).program(agent, ws, n)
+            act("iteration %d: %s agent turn started" % (n, driver))
+            status, agent_s = run_turn(program, ws, P["dev"], P["stdout"], should_stop, box,
+                                       on_line=on_activity)
     finally:
         box.close()
     if status == "stopped":
         return "stopped", None
+    if status == "budget_exhausted":   # the workspace is kept; the same iteration runs again on resume
+        return "budget_exhausted", {"iteration": n, "llm": llm_info}
+    on_scoring()
+    act("turn ended (%s) after %.1f s" % (status, agent_s))
     t1 = time.monotonic()
     code = read_agent_file(ws, "iteration_%d.py" % n, CODE_MAX)
     raw = read_agent_file(ws, "iteration_%d_analysis.json" % n, ANALYSIS_MAX)
@@ -193,6 +257,12 @@ def run_iteration(agent, n, entries, inbox, should_stop=lambda: False):
              "agent_s": round(agent_s, 3), "tokens": {"input": 0, "output": 0, "cost": 0.0},
              "code_hash": None, "timed_out": status in ("timeout", "idle_timeout"),
              "done_signal": bool(analysis and analysis.get("done") is True and n >= agent["min_iterations"])}
+    if llm_info is not None:
+        entry["tokens"] = llm_info["tokens"]
+        entry["llm"] = {k: llm_info[k] for k in ("attempts", "thoughts", "activity")}
+        res = llm_info.get("result") or {}
+        entry["llm"]["final_text"] = str(res.get("result", ""))[:4000]
+        entry["llm"]["cli_reported"] = {"usage": res.get("usage"), "total_cost_usd": res.get("total_cost_usd")}
     if status == "timeout":
         entry.update(has_error=True, error="iteration killed: exceeded %ds wall-clock limit"
                      % config.get("MANTIS_ITER_WALL_TIMEOUT"))
@@ -206,12 +276,20 @@ def run_iteration(agent, n, entries, inbox, should_stop=lambda: False):
         cp = os.path.join(P["scoring"], "iteration_%d.py" % n)
         with open(cp, "wb") as f:
             f.write(code)
-        dev_m, dev_err = _evaluate(cp, agent["challenge"], agent["dataset"], agent["days_back"], True)
+        act("scoring iteration_%d.py on the dev walk-forward windows and the sealed holdout (one stream)" % n)
+        both, dev_err = _evaluate(cp, agent["challenge"], agent["dataset"], agent["days_back"])
         if dev_err:
+            act("dev scoring failed: %s" % dev_err.get("code"))
             entry.update(has_error=True, error="%s: %s" % (dev_err.get("code"), _clip(dev_err.get("error"), 2000)))
         else:
+            dev_m = both["dev"]
             entry["metrics"] = _headline(dev_m)
-            ho_m, ho_err = _evaluate(cp, agent["challenge"], agent["dataset"], agent["days_back"], False)
+            dev_v = (dev_m or {}).get(info["metric_info"]["primary"])
+            act("dev %s = %s; sealed holdout scored" % (
+                info["metric_info"]["primary"], "%.4f" % dev_v if isinstance(dev_v, (int, float)) else dev_v))
+            ho_m, ho_err = both.get("full"), both.get("full_error")
+            if not ho_m and not ho_err:
+                ho_err = {"code": "internal", "error": "the evaluator gave no holdout result"}
             if ho_err:
                 entry["holdout_error"] = "%s: %s" % (ho_err.get("code"), _clip(ho_err.get("error"), 2000))
             else:

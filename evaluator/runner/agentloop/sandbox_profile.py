@@ -58,8 +58,12 @@ class Box:
             self.fd = None
 
 
-def argv(helper, box, workspace, host_dir, lib, dev_dir, program, meta):
-    """The agenttest-sandbox command line of an agent turn."""
+def argv(helper, box, workspace, host_dir, lib, dev_dir, program, meta, profile="strategy",
+         extra_env=None, extra_binds=()):
+    """The agenttest-sandbox command line of an agent turn. profile "agent"
+    (LLM drivers, llm.py) adds --profile=agent (the box's own network
+    namespace with loopback, processes, exec, JIT: docs/agents.md), the
+    extra read-only binds (src, dest) and environment entries."""
     wall = config.get("MANTIS_ITER_WALL_TIMEOUT")
     env = {
         "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": workspace,
@@ -72,11 +76,14 @@ def argv(helper, box, workspace, host_dir, lib, dev_dir, program, meta):
     }
     a = [helper, "--box=%d" % box.number, "--cpu=%d" % wall, "--wall=%d" % wall,
          "--mem=%d" % config.agent_memory_bytes(), "--procs=512", "--files=256",
-         "--output=64M", "--netns=shared", "--meta=%s" % meta,
+         "--output=64M", "--meta=%s" % meta,
          "--bind=%s:%s" % (os.path.realpath(host_dir), HOST_DIR),
          "--bind=%s:%s" % (os.path.realpath(lib), LIB_PATH),
          "--bind=%s:%s" % (os.path.realpath(dev_dir), DATA_DIR),
          "--workdir=%s" % os.path.realpath(workspace)]
+    a += ["--profile=agent"] if profile == "agent" else ["--netns=shared"]
+    a += ["--bind=%s:%s" % (os.path.realpath(s), d) for s, d in extra_binds]
+    env.update(extra_env or {})
     a += ["--env=%s=%s" % kv for kv in sorted(env.items())]
     return a + ["--"] + list(program)
 

@@ -41,6 +41,21 @@ static void mk_rmdir_flat(const char *dir)
 	rmdir(dir);
 }
 
+/*
+ * Make a directory of the data directory writable by its group, setgid so
+ * what is created in it keeps the group: the runner (root under systemd)
+ * writes the versions, the pool (user agenttest, group agenttest) deletes
+ * them (POST /api/data-cache/delete). Adds group rwx and setgid to the
+ * mode the umask gave, nothing for others. Best effort: a directory of
+ * another owner is left as it is (docs/deployment.md, "Market data").
+ */
+static void mk_share_dir(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+		(void)chmod(path, (st.st_mode & 07777) | S_IRWXG | S_ISGID);
+}
+
 /* "window-YYYYMMDDTHHMMZ" of the last bar. */
 static void mk_label(char *out, size_t len, const char *window, int64_t last_ms)
 {
@@ -54,11 +69,15 @@ static void mk_label(char *out, size_t len, const char *window, int64_t last_ms)
 /* Write the dataset (grid + columns) to `dir` (must not exist). */
 static enum mk_err mk_write(const char *dir, const char *label, const char *const *assets, size_t n,
 			    const struct kl_series *s, int64_t first_ms, int64_t last_ms, int64_t ival,
-			    const char *source_json, struct mk_version *v, char *err, size_t errlen)
+			    const double *cg, const char *source_json, struct mk_version *v, char *err, size_t errlen)
 {
 	size_t T = (size_t)((last_ms - first_ms) / ival) + 1;
+	const char *fields[5 + MK_CG_FIELDS] = { "open", "high", "low", "close", "volume" };
+	for (size_t f = 0; f < MK_CG_FIELDS; f++)
+		fields[5 + f] = mk_cg_fields[f];
 	struct ds_layout l = { .version = label, .n_assets = n, .assets = assets, .interval_ms = ival,
-			       .bars = T, .source_json = source_json };
+			       .bars = T, .source_json = source_json, .n_fields = cg ? 5 + MK_CG_FIELDS : 0,
+			       .fields = cg ? fields : NULL };
 	struct ds_error e = { 0 };
 	enum mk_err rc = MK_OK;
 	int64_t *ts = xcalloc(T, sizeof *ts);
@@ -77,6 +96,9 @@ static enum mk_err mk_write(const char *dir, const char *label, const char *cons
 		kl_quality_free(&q);
 		for (size_t f = 0; f < 5; f++)
 			if (ds_writer_put(w, a, f, col[f], &e) != DS_OK)
+				goto fail;
+		for (size_t f = 0; cg && f < MK_CG_FIELDS; f++)
+			if (ds_writer_put(w, a, 5 + f, cg + (a * MK_CG_FIELDS + f) * T, &e) != DS_OK)
 				goto fail;
 	}
 	if (ds_writer_commit(w, v->hash, &e) != DS_OK) {
@@ -137,7 +159,7 @@ static int mk_write_quality(const char *data_dir, const struct mk_version *v)
 
 enum mk_err mk_store(const char *data_dir, const char *window, const char *const *assets, size_t n,
 		     const struct kl_series *s, int64_t first_ms, int64_t last_ms, int64_t interval_ms,
-		     const char *source_json, struct mk_version *v, char *err, size_t errlen)
+		     const double *cg, const char *source_json, struct mk_version *v, char *err, size_t errlen)
 {
 	char vdir[4352], stage[4400];
 	memset(v, 0, sizeof *v);
@@ -146,14 +168,16 @@ enum mk_err mk_store(const char *data_dir, const char *window, const char *const
 		return MK_ERR_STORE;
 	}
 	snprintf(vdir, sizeof vdir, "%s/versions", data_dir);
-	if ((mkdir(data_dir, 0755) != 0 && errno != EEXIST) || (mkdir(vdir, 0755) != 0 && errno != EEXIST)) {
+	if ((mkdir(data_dir, 0775) != 0 && errno != EEXIST) || (mkdir(vdir, 0775) != 0 && errno != EEXIST)) {
 		snprintf(err, errlen, "cannot create %s: %s", vdir, strerror(errno));
 		return MK_ERR_STORE;
 	}
+	mk_share_dir(data_dir);
+	mk_share_dir(vdir);
 	mk_label(v->label, sizeof v->label, window, last_ms);
 	snprintf(stage, sizeof stage, "%s/.stage-%ld-%lld", vdir, (long)getpid(), (long long)last_ms);
 	mk_rmdir_flat(stage); /* a leftover of this pid (reused) */
-	enum mk_err rc = mk_write(stage, v->label, assets, n, s, first_ms, last_ms, interval_ms, source_json, v,
+	enum mk_err rc = mk_write(stage, v->label, assets, n, s, first_ms, last_ms, interval_ms, cg, source_json, v,
 				  err, errlen);
 	if (rc != MK_OK)
 		goto fail;
@@ -166,6 +190,7 @@ enum mk_err mk_store(const char *data_dir, const char *window, const char *const
 		}
 		mk_rmdir_flat(stage); /* same bytes already stored: keep the first */
 	}
+	mk_share_dir(v->path);
 	if (mk_write_quality(data_dir, v) != 0 || mk_point_label(data_dir, window, v->hash) != 0) {
 		snprintf(err, errlen, "cannot write the quality report or the label %s/%s: %s", data_dir, window,
 			 strerror(errno));
@@ -179,20 +204,40 @@ fail:
 	return rc;
 }
 
-/* The stored candles of asset a of ds as a series. */
+/* The stored candles of asset a of ds (its bars with a close) as a series
+ * (empty on entry; timestamps of a dataset strictly increase, so the
+ * bulk copy keeps the series' order invariant). */
 static void mk_load_series(const struct dataset *ds, size_t a, struct kl_series *s)
 {
 	const int64_t *ts = ds_timestamps(ds);
 	const double *c[5];
 	for (int f = 0; f < 5; f++)
 		c[f] = ds_column(ds, a, (enum ds_field)f);
-	for (size_t i = 0; i < ds_bars(ds); i++) {
-		double v[5];
-		if (!c[3] || isnan(c[3][i]))
-			continue;
-		for (int f = 0; f < 5; f++)
-			v[f] = c[f] ? c[f][i] : NAN;
-		kl_series_push(s, ts[i], v);
+	/* room for every stored bar and a day of new ones at once: no doubling, no copies */
+	s->cap = ds_bars(ds) + 1440;
+	s->t = xreallocarray(s->t, s->cap, sizeof *s->t);
+	for (int f = 0; f < 5; f++)
+		s->v[f] = xreallocarray(s->v[f], s->cap, sizeof *s->v[f]);
+	/* runs of present bars (close not NaN) are copied column by column */
+	size_t T = ds_bars(ds), i = 0;
+	while (c[3] && i < T) {
+		while (i < T && isnan(c[3][i]))
+			i++;
+		size_t j = i;
+		while (j < T && !isnan(c[3][j]))
+			j++;
+		if (j == i)
+			break;
+		memcpy(s->t + s->n, ts + i, (j - i) * sizeof *ts);
+		for (int f = 0; f < 5; f++) {
+			if (c[f])
+				memcpy(s->v[f] + s->n, c[f] + i, (j - i) * sizeof **c);
+			else
+				for (size_t k = 0; k < j - i; k++)
+					s->v[f][s->n + k] = NAN;
+		}
+		s->n += j - i;
+		i = j;
 	}
 }
 
@@ -228,7 +273,7 @@ static long mk_merge(struct kl_series *old, const struct kl_series *got, const c
 }
 
 enum mk_err mk_refresh(const char *data_dir, const char *window, struct mk_request *r, size_t overlap,
-		       struct mk_version *v, size_t *added, char *err, size_t errlen)
+		       const struct mk_cg_request *cg, struct mk_version *v, size_t *added, char *err, size_t errlen)
 {
 	char lnk[4352], msg[512];
 	enum ds_err de;
@@ -276,8 +321,18 @@ enum mk_err mk_refresh(const char *data_dir, const char *window, struct mk_reque
 	}
 	if (rc == MK_OK && *added > 0) {
 		char src[256];
-		snprintf(src, sizeof src, "{\"kind\":\"binance-klines\",\"refresh_of\":\"%s\"}", v->hash);
-		rc = mk_store(data_dir, window, assets, n, old, first, new_last, ival, src, v, err, errlen);
+		double *cols = NULL;
+		if (cg) {
+			struct mk_cg_request q = *cg;
+			q.assets = assets;
+			q.n_assets = n;
+			rc = mk_cg_fetch_grid(&q, first, new_last, ival, &cols, err, errlen);
+		}
+		snprintf(src, sizeof src, "{\"kind\":\"binance-klines\",\"refresh_of\":\"%s\",\"coinglass\":%s}", v->hash,
+			 cols ? "true" : "false");
+		if (rc == MK_OK)
+			rc = mk_store(data_dir, window, assets, n, old, first, new_last, ival, cols, src, v, err, errlen);
+		free(cols);
 	}
 	for (size_t a = 0; a < n; a++) {
 		kl_series_free(&old[a]);

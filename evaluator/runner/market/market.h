@@ -93,6 +93,8 @@ int mk_base_url(const char *configured, char *out, size_t outlen, int *us);
  * series are freed by the caller either way. */
 enum mk_err mk_fetch(const struct mk_request *r, struct kl_series *out, char *err, size_t errlen);
 
+struct mk_cg_request;
+
 /* A stored version. */
 struct mk_version {
 	char         hash[65];
@@ -107,10 +109,12 @@ struct mk_version {
  * Store series (n assets named `assets`) over the grid [first_ms, last_ms]
  * as a version of `window` (e.g. "binance-1m-60d") under data_dir, and
  * point the label at it. source_json: provenance object text (not hashed).
+ * cg: NULL, or the mk_cg_fetch columns over the same grid, stored as the
+ * extra fields mk_cg_fields after the five OHLCV fields.
  */
 enum mk_err mk_store(const char *data_dir, const char *window, const char *const *assets, size_t n,
 		     const struct kl_series *s, int64_t first_ms, int64_t last_ms, int64_t interval_ms,
-		     const char *source_json, struct mk_version *v, char *err, size_t errlen);
+		     const double *cg, const char *source_json, struct mk_version *v, char *err, size_t errlen);
 
 /*
  * Refresh window `window` under data_dir: open its newest version, fetch
@@ -119,8 +123,56 @@ enum mk_err mk_store(const char *data_dir, const char *window, const char *const
  * r->end_ms, refuse a mismatch in the overlap, and store the old candles
  * plus the new ones as a new version. *added gets the new candles summed
  * over assets (0: nothing new, no new version; v->hash is the current one).
+ * cg: NULL (the new version holds the candles only), or the CoinGlass
+ * request (base, key, cache, pacing) whose fields the new version holds
+ * over its whole grid (mk_cg_fetch_grid; with its cache_dir set only the
+ * hours since the last fetch are asked for).
  */
 enum mk_err mk_refresh(const char *data_dir, const char *window, struct mk_request *r, size_t overlap,
-		       struct mk_version *v, size_t *added, char *err, size_t errlen);
+		       const struct mk_cg_request *cg, struct mk_version *v, size_t *added, char *err, size_t errlen);
+
+/*
+ * CoinGlass (spec/mantis.md §4.3; fetch_coinglass.c): the derivatives
+ * fields below for every asset, from the v4 API (header CG-API-KEY,
+ * envelope {code:"0", msg, data}), placed on a minute grid causally
+ * (kl_align_causal: a value is visible from the minute its hourly or daily
+ * candle has closed; NaN before, and NaN where the API gave no value; a
+ * zero stays zero). HTTP 429 waits Retry-After (else rate_wait_ms × the
+ * attempt) up to max_429 times; 5xx, connection errors, a body that is not
+ * the envelope and a code other than "0" are retried with backoff up to
+ * max_retries; any other status fails at once. Failures name the asset,
+ * the field and the time range, never the key.
+ */
+#define MK_CG_FIELDS 6
+extern const char *const mk_cg_fields[MK_CG_FIELDS]; /* oi_1h, oi_1d, funding_1h, liq_long_1h, liq_short_1h, ls_ratio_1h */
+
+struct mk_cg_request {
+	const char        *base_url;    /* COINGLASS_API_URL or https://open-api-v4.coinglass.com */
+	const char        *api_key;     /* sent as CG-API-KEY only */
+	const char        *cache_dir;   /* rows already fetched (cg_cache.h), NULL: none */
+	const char *const *assets;      /* tickers; the USDT pair where the endpoint wants one */
+	size_t             n_assets;
+	int64_t            start_ms, end_ms; /* the grid's first and last minute */
+	long               pace_ms, timeout_ms, rate_wait_ms, backoff_ms;
+	int                max_429, max_retries;
+	void             (*progress)(void *ud, size_t assets_done, size_t n_assets);
+	int              (*cancelled)(void *ud);
+	void              *ud;
+};
+
+/* Defaults: pace 300 ms, timeout 30 s, rate wait 15 s, 3 rate-limit
+ * answers, 5 retries, backoff 500 ms. */
+void mk_cg_request_defaults(struct mk_cg_request *r);
+
+/* mk_cg_fetch of r's assets over the minute grid [first_ms, last_ms] (step
+ * ival_ms; r's start/end are taken from it) into *cols, allocated here
+ * (n_assets × MK_CG_FIELDS × T; the caller frees it; NULL on failure). */
+enum mk_err mk_cg_fetch_grid(const struct mk_cg_request *r, int64_t first_ms, int64_t last_ms, int64_t ival_ms,
+			     double **cols, char *err, size_t errlen);
+
+/* Fetch every field of every asset onto grid (T minutes); cols holds
+ * n_assets × MK_CG_FIELDS × T doubles, column (a, f) at (a*MK_CG_FIELDS+f)*T. */
+enum mk_err mk_cg_fetch(const struct mk_cg_request *r, const int64_t *grid, size_t T, double *cols, char *err,
+			size_t errlen);
 
 #endif

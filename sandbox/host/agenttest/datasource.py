@@ -1,8 +1,17 @@
 """Which market data the SDK uses when the caller passes no provider.
 
-`select_dataset(assets)` answers (path, notice), in this order:
+`select_dataset(assets, days_back=None)` answers (path, notice), in this order:
 1. $DATASET_DIR when set (one agenttest dataset directory);
-2. the newest fetched (not synthetic) dataset version under the datasets
+2. the server's market data under $MANTIS_DATA_DIR (docs/market-data.md):
+   a. with $AGENTTEST_DATASET_VERSION set, exactly that registered version
+      label (e.g. binance-1m-60d-20261202T0100Z, what a run or evaluation
+      pins), its hash checked against $AGENTTEST_DATASET_HASH when given; a
+      pinned version that is missing or differs raises, never falls back;
+   b. else the newest version of a window: the label binance-1m-<D>d (the
+      moving label the prefetch job and `agenttest data fetch` keep on the
+      newest version) of the smallest D in 60, 90, 120, 180, 365 with
+      D >= days_back that holds every asset asked for;
+3. the newest fetched (not synthetic) dataset version under the datasets
    directory ($AGENTTEST_DATASETS_DIR, else ~/.local/share/agenttest/datasets,
    else /var/lib/agenttest/datasets) holding every asset asked for: each
    version is a subdirectory with a manifest.json (docs/datasets.md), newest
@@ -15,7 +24,10 @@ import json
 import os
 import sys
 
-__all__ = ["datasets_roots", "fetched_versions", "select_dataset", "announce"]
+__all__ = ["datasets_roots", "fetched_versions", "window_version", "pinned_version", "select_dataset",
+           "announce"]
+
+WINDOWS = (60, 90, 120, 180, 365)
 
 _announced = set()
 
@@ -63,11 +75,57 @@ def fetched_versions(root, assets=()):
     return out
 
 
-def select_dataset(assets=()):
+def pinned_version(data_dir, version, want_hash=None):
+    """(path, manifest) of the version labelled `version` under
+    data_dir/versions; raises FileNotFoundError or ValueError (other hash)."""
+    vdir = os.path.join(data_dir, "versions")
+    try:
+        names = sorted(os.listdir(vdir))
+    except OSError:
+        names = []
+    for n in names:
+        d = os.path.join(vdir, n)
+        man = _manifest(d)
+        if isinstance(man, dict) and man.get("version") == version:
+            if want_hash and man.get("dataset_hash") != want_hash:
+                raise ValueError("dataset version %s under %s has hash %s, not the pinned %s"
+                                 % (version, data_dir, man.get("dataset_hash"), want_hash))
+            return d, man
+    raise FileNotFoundError("the pinned dataset version %s is not under %s/versions" % (version, data_dir))
+
+
+def window_version(data_dir, assets=(), days_back=None):
+    """(label path, manifest) of the newest version of the smallest window
+    (binance-1m-<D>d, D >= days_back) holding `assets`, or None."""
+    for days in WINDOWS:
+        if days_back is not None and days < days_back:
+            continue
+        d = os.path.join(data_dir, "binance-1m-%dd" % days)
+        man = _manifest(d)
+        if isinstance(man, dict) and set(assets) <= set(man.get("assets") or ()):
+            return d, man
+    return None
+
+
+def select_dataset(assets=(), days_back=None):
     """(dataset directory, notice) per the module comment."""
     d = os.environ.get("DATASET_DIR")
     if d:
         return d, "agenttest: using the dataset in $DATASET_DIR (%s)" % d
+    data_dir = os.environ.get("MANTIS_DATA_DIR")
+    pinned = os.environ.get("AGENTTEST_DATASET_VERSION")
+    if data_dir and pinned:
+        path, man = pinned_version(data_dir, pinned, os.environ.get("AGENTTEST_DATASET_HASH") or None)
+        return path, ("agenttest: using the pinned market data version %s (hash %s, up to %s ms)"
+                      % (pinned, man.get("dataset_hash", "?"), man.get("last_timestamp_ms", "?")))
+    if data_dir:
+        got = window_version(data_dir, assets, days_back)
+        if got:
+            path, man = got
+            return os.path.realpath(path), (
+                "agenttest: using fetched market data %s: version %s (hash %s, up to %s ms)"
+                % (os.path.basename(path), man.get("version", "?"), man.get("dataset_hash", "?"),
+                   man.get("last_timestamp_ms", "?")))
     for root in datasets_roots():
         found = fetched_versions(root, assets)
         if found:
@@ -76,10 +134,11 @@ def select_dataset(assets=()):
                           % (path, man.get("version", "?"), man.get("last_timestamp_ms", "?")))
     from .data import default_dataset_dir
     path = default_dataset_dir()
+    where = ([data_dir] if data_dir else []) + datasets_roots()
     return path, ("agenttest: NOTICE: no fetched dataset with %s under %s; using the SYNTHETIC "
                   "market (60 days, seed 1, %s): results say nothing about real markets. Fetch "
-                  "data (docs/datasets.md) or set DATASET_DIR."
-                  % ("+".join(assets) or "any asset", " or ".join(datasets_roots()), path))
+                  "data (docs/market-data.md) or set DATASET_DIR."
+                  % ("+".join(assets) or "any asset", " or ".join(where), path))
 
 
 def announce(notice):

@@ -160,8 +160,9 @@ def evaluate(challenge, featurizer, predictor, provider=None, days_back=90, inte
 
     provider None loads the challenge's assets for the last days_back days
     of the dataset agenttest.datasource.select_dataset picks ($DATASET_DIR,
-    the newest fetched version, else the synthetic market; a notice on
-    stderr says which). holdout_start is a
+    the pinned or the newest fetched version of a window covering days_back
+    under $MANTIS_DATA_DIR, the newest fetched version, else the synthetic
+    market; a notice on stderr names the version and hash). holdout_start is a
     bar index (0: every window is holdout, as in the original). Returns the
     result dictionary, or {"error": msg} when the evaluation is refused; in
     mode "mantis" unusable predictions raise EvaluationError as the
@@ -179,7 +180,7 @@ def evaluate(challenge, featurizer, predictor, provider=None, days_back=90, inte
         raise ValueError("only 1-minute bars are supported")
     if provider is None:
         from .datasource import announce, select_dataset
-        path, notice = select_dataset(cat[challenge]["assets"])
+        path, notice = select_dataset(cat[challenge]["assets"], days_back)
         announce(notice)
         provider = DataProvider.from_dataset(path, cat[challenge]["assets"], days_back)
     emb, w = generate_embeddings(featurizer, predictor, provider, warmup)

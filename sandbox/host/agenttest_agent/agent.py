@@ -63,6 +63,7 @@ def read(ws, name, limit=1 << 20):
 
 def write(ws, name, text):
     """Write a workspace file atomically (temp file + rename)."""
+    log("writing %s" % name)
     p = os.path.join(ws, name)
     tmp = p + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
@@ -165,6 +166,7 @@ def try_cfgs(ctx, cands, tried):
             v = tried[key]
         else:
             t0 = time.monotonic()
+            log("running the dev walk-forward for %s" % desc)
             v, _r = R.validate(ctx, cfg)
             tried[key] = v
             log("validated %s: %s = %s (%.1f s)" % (desc, ctx.primary,

@@ -1,21 +1,27 @@
 """Frame codec of docs/protocol.md (host side).
 
 Header: magic b"ATP1", u16 type, u16 flags (0), u32 meta_len, u32 body_len,
-little-endian; then meta (UTF-8 JSON object) and body (bytes).
+little-endian; then meta (UTF-8 JSON object) and body (bytes). The values
+both ends share come from wire.h (wire.py), the C side's definition too.
 """
 import json
 import os
 import struct
 
-MAGIC = b"ATP1"
+from .wire import C as _W
+
+MAGIC = _W["FRAME_MAGIC"].encode("ascii")
 HEADER = struct.Struct("<4sHHII")
+assert HEADER.size == _W["FRAME_HEADER_LEN"]
+PROTOCOL = _W["PROTOCOL_VERSION"]
 
-LOAD, DATA, RUN, BYE = 0x01, 0x02, 0x03, 0x04
-READY, LOADED, OUTPUT, ERROR = 0x81, 0x82, 0x83, 0x8F
-CHECK, CHECKED = 0x05, 0x85  # syntax/contract check of a submission (check.py)
+LOAD, DATA, RUN, BYE = _W["LOAD"], _W["DATA"], _W["RUN"], _W["BYE"]
+READY, LOADED, OUTPUT, ERROR = _W["READY"], _W["LOADED"], _W["OUTPUT"], _W["ERROR"]
+CHECK, CHECKED = _W["CHECK"], _W["CHECKED"]  # syntax/contract check of a submission (check.py)
+STREAM, STREAMING, STREAM_DONE = _W["STREAM"], _W["STREAMING"], _W["STREAM_DONE"]  # stream.py
 
-MAX_META = 16 * 1024 * 1024
-MAX_BODY = 1 << 30
+MAX_META = _W["FRAME_MAX_META"]
+MAX_BODY = _W["FRAME_MAX_BODY"]
 
 
 class ProtocolError(Exception):

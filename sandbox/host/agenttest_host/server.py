@@ -141,7 +141,7 @@ def serve(in_fd=0, out_fd=1):
         os.dup2(2, 1)
     sys.stdout = sys.stderr
     chan = frames.Channel(in_fd, proto_out)
-    chan.send(frames.READY, {"protocol": 1, "python": sys.version.split()[0],
+    chan.send(frames.READY, {"protocol": frames.PROTOCOL, "python": sys.version.split()[0],
                              "numpy": np.__version__, "pid": os.getpid()})
     strat = None
     prices = None
@@ -168,7 +168,7 @@ def serve(in_fd=0, out_fd=1):
             prices = np.frombuffer(body, dtype="<f8")
         elif ftype == frames.CHECK:  # parse only, never run (check.py)
             chan.send(frames.CHECKED, check.check(body))
-        elif ftype == 0x10:  # STREAM: lockstep signal streaming (stream.py)
+        elif ftype == frames.STREAM:  # lockstep signal streaming (stream.py)
             from . import stream
             stream.run(chan, meta, body)
         elif ftype == frames.RUN:

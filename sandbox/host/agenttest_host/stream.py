@@ -37,15 +37,17 @@ import numpy as np
 
 from . import frames, seeding
 from .errors import error_meta, STRATEGY_FILE
+from .wire import C as _W
 
-STREAM, STREAMING, STREAM_DONE = 0x10, 0x90, 0x91
+STREAM, STREAMING, STREAM_DONE = frames.STREAM, frames.STREAMING, frames.STREAM_DONE
 
-# control page (u32 word indexes; i64 index for t and the counters)
-W_SEQ_R, W_CMD, Q_T, W_RSLEEP = 16, 17, 9, 20
-W_SEQ_H, W_STATUS, W_DIM, Q_STRAT_NS, Q_COMPUTES = 32, 33, 34, 18, 19
-CMD_STEP, CMD_DONE = 0, 1
-SLOT_OFFSET = 4096
-MAGIC = b"ATSTRM01"
+# control page (u32 word indexes; i64 index for t and the counters), wire.h
+W_SEQ_R, W_CMD, Q_T, W_RSLEEP = _W["CTL_SEQ_R"], _W["CTL_CMD"], _W["CTL_T"], _W["CTL_RSLEEP"]
+W_SEQ_H, W_STATUS, W_DIM = _W["CTL_SEQ_H"], _W["CTL_STATUS"], _W["CTL_DIM"]
+Q_STRAT_NS, Q_COMPUTES = _W["CTL_STRATEGY_NS"], _W["CTL_COMPUTES"]
+CMD_STEP, CMD_DONE = _W["CMD_STEP"], _W["CMD_DONE"]
+SLOT_OFFSET = _W["STREAM_SLOT_OFF"]
+MAGIC = _W["STREAM_MAGIC"].encode("ascii")
 
 _SYS_FUTEX = {"x86_64": 202, "aarch64": 98}.get(os.uname().machine)
 FUTEX_WAKE = 1

@@ -5,8 +5,9 @@ import { h, clear, field, dl, table, link } from '../dom.js';
 import { editor } from '../editor.js';
 import { signalTemplate } from '../templates.js';
 import { navigate, announce } from '../app.js';
-import { statusBadge, ago } from '../format.js';
-import { pageHead, pick, unavailable, challengeMap, shortId, evalScore } from './common.js';
+import { statusBadge, ago, num } from '../format.js';
+import { pageHead, pick, unavailable, challengeMap, shortId, evalScore, datasetList } from './common.js';
+import { datasetFit, datasetDays } from '../results.js';
 import { horizonText, embeddingText, metricText } from './challenges.js';
 
 export async function render(ctx) {
@@ -39,16 +40,28 @@ export async function render(ctx) {
     ]),
     h('p', { class: 'actions' }, link(`#/leaderboards/challenge/${encodeURIComponent(name)}`, 'Leaderboard'))));
 
-  const dsSel = h('select', { name: 'dataset_version' }, h('option', { value: '' }, 'server default'));
-  for (const d of rows(ds, 'datasets')) {
+  // Only datasets the challenge can run on are offered (1-minute bars of
+  // its assets); the others are named with the reason.
+  const { list: dsList, defaultVersion } = datasetList(ds);
+  const fit = dsList.filter((d) => !datasetFit(d, ch));
+  const unfit = dsList.filter((d) => datasetFit(d, ch));
+  const dsSel = h('select', { name: 'dataset_version' });
+  for (const d of fit) {
     const v = String(pick(d, 'version', 'dataset_version'));
-    dsSel.append(h('option', { value: v }, v));
+    dsSel.append(h('option', { value: v, selected: v === defaultVersion },
+      `${v} (${num(datasetDays(d), 1)} days, ${Array.isArray(d.assets) ? d.assets.length : '?'} assets)${v === defaultVersion ? ', the default' : ''}`));
   }
-  const daysBack = h('input', { type: 'number', name: 'days_back', min: 1, max: 365, step: 1, inputmode: 'numeric', placeholder: '60' });
+  if (!fit.length) dsSel.append(h('option', { value: '' }, 'server default'));
+  const dsHint = unfit.length
+    ? `Not offered: ${unfit.map((d) => `${pick(d, 'version', 'dataset_version')} (${datasetFit(d, ch)})`).join('; ')}.`
+    : null;
+  const daysBack = h('input', { type: 'number', name: 'days_back', min: 1, max: 3650, step: 1, inputmode: 'numeric', placeholder: '60' });
   const holdout = h('input', { type: 'number', name: 'holdout_days', min: 1, max: 60, step: 1, inputmode: 'numeric', placeholder: '20' });
   const mode = h('select', { name: 'mode' },
     h('option', { value: 'strict' }, 'strict (fixes the original’s bugs)'),
     h('option', { value: 'mantis' }, 'mantis (bit-for-bit like the original)'));
+  const evName = h('input', { type: 'text', name: 'name', maxlength: 128, autocomplete: 'off', spellcheck: 'false', placeholder: 'e.g. momentum 60m, tanh ×300' });
+  const evNote = h('textarea', { name: 'note', rows: 2, maxlength: 1024, spellcheck: 'true' });
   const ed = editor({ label: 'Signal code (Python: TechFeaturizer and TechPredictor)', value: signalTemplate({ name, ...ch }) });
   const err = h('p', { class: 'error', role: 'alert' });
   const btn = h('button', { type: 'submit', class: 'primary' }, 'Evaluate');
@@ -56,7 +69,9 @@ export async function render(ctx) {
     h('h2', { id: 'sig-title' }, 'Submit a signal'),
     ed.el,
     h('div', { class: 'fields' },
-      field('Dataset version', dsSel),
+      field('Name (optional)', evName, 'Shown on the leaderboard and in lists, to tell your submissions apart.'),
+      field('Note (optional)', evNote, 'What you tried; shown on the evaluation page.'),
+      field('Dataset version', dsSel, dsHint),
       field('Days of history', daysBack, 'Empty: the server default.'),
       field('Holdout days', holdout, 'The last days, scored but never shown to agents.'),
       field('Scoring mode', mode)),
@@ -71,6 +86,19 @@ export async function render(ctx) {
     if (!ed.value().trim()) { ed.showError({ message: 'The code is empty.' }); return; }
     const body = { challenge: name, code: ed.value(), mode: mode.value };
     if (dsSel.value) body.dataset_version = dsSel.value;
+    const enc = new TextEncoder();
+    for (const [k, el, max, what] of [['name', evName, 128, 'The name'], ['note', evNote, 1024, 'The note']]) {
+      const v = el.value.trim();
+      el.removeAttribute('aria-invalid');
+      if (!v) continue;
+      if (enc.encode(v).length > max) {
+        err.textContent = `${what} is longer than ${max} bytes.`;
+        el.setAttribute('aria-invalid', 'true');
+        el.focus();
+        return;
+      }
+      body[k] = v;
+    }
     for (const [k, el] of [['days_back', daysBack], ['holdout_days', holdout]]) {
       if (el.value === '') continue;
       const n = Number(el.value);
@@ -83,6 +111,14 @@ export async function render(ctx) {
       el.removeAttribute('aria-invalid');
       body[k] = n;
     }
+    // more days than the dataset holds would silently evaluate fewer
+    const chosen = fit.find((d) => String(pick(d, 'version', 'dataset_version')) === dsSel.value);
+    if (chosen && body.days_back && body.days_back > datasetDays(chosen)) {
+      err.textContent = `Days of history: ${dsSel.value} holds ${num(datasetDays(chosen), 1)} days; ask for at most ${Math.floor(datasetDays(chosen))}.`;
+      daysBack.setAttribute('aria-invalid', 'true');
+      daysBack.focus();
+      return;
+    }
     btn.disabled = true;
     btn.textContent = 'Submitting…';
     try {
@@ -92,6 +128,7 @@ export async function render(ctx) {
     } catch (e) {
       if (e.status === 401) return;
       if (e.status === 404 && e.path === '/api/evaluations') err.textContent = 'Evaluations are not available on this server yet.';
+      else if (e.status === 400 && /^field '(name|note)'/.test(e.message || '')) err.textContent = `${e.message} (${e.code})`;
       else if (e.status === 400 || e.status === 422) ed.showError(e);
       else err.textContent = `${e.message}${e.code ? ` (${e.code})` : ''}`;
     } finally {

@@ -5,6 +5,7 @@ import { num, statusBadge, ago, secs } from '../format.js';
 
 export { pick } from '../pick.js';
 import { pick } from '../pick.js';
+import { metricValue, metricFormula } from '../metrics.js';
 
 /** pageHead(ctx, title, ...actions): sets the title and draws <h1> plus actions. */
 export function pageHead(ctx, title, ...actions) {
@@ -62,8 +63,24 @@ export function score(r) {
 /** runsTable(list, opts): the standard table of runs. */
 export function runsTable(list, opts = {}) {
   const cols = [
-    { label: 'Run', cell: (r) => link(`#/runs/${encodeURIComponent(runId(r))}`, shortId(runId(r)), { title: String(runId(r)) }) },
-    { label: 'Status', cell: (r) => statusBadge(r.status) },
+    {
+      label: 'Run',
+      cell: (r) => {
+        const a = link(`#/runs/${encodeURIComponent(runId(r))}`, shortId(runId(r)), { title: String(runId(r)) });
+        // a verification re-execution is not a second run of the same thing
+        const of = pick(r, 'verify_of');
+        return of ? h('span', null, a, ' ', h('span', { class: 'badge tag-verify', title: `re-execution of run ${of}`, 'data-testid': 'verify-mark' }, `verifies ${shortId(of)}`)) : a;
+      },
+    },
+    {
+      label: 'Status',
+      cell: (r) => {
+        const code = pick(r, 'error_code');
+        return code && r.status !== 'completed'
+          ? h('span', null, statusBadge(r.status), ' ', h('code', { class: 'small', 'data-testid': 'error-code' }, String(code)))
+          : statusBadge(r.status);
+      },
+    },
   ];
   if (!opts.noStrategy) {
     cols.push({
@@ -73,20 +90,34 @@ export function runsTable(list, opts = {}) {
         const name = pick(r, 'strategy_name', 'name');
         const v = versionId(r);
         if (!v) return name || '—';
-        if (!name) return link(`#/versions/${encodeURIComponent(v)}`, `version ${v}`);
+        if (!name) return link(`#/versions/${encodeURIComponent(v)}`, `version #${v}`);
         return h('span', { class: 'strategy-cell' },
-          link(`#/versions/${encodeURIComponent(v)}`, String(name), { title: `${name}, version ${v}` }),
-          h('span', { class: 'muted small' }, ` v${v}`));
+          link(`#/versions/${encodeURIComponent(v)}`, String(name), { title: `${name}, version id ${v}` }),
+          h('span', { class: 'muted small', title: 'version id (numbered across all strategies)' }, ` #${v}`));
       },
     });
   }
   cols.push(
     { label: 'Dataset', cell: (r) => pick(r, 'dataset_version') || '—' },
-    { label: 'Score', num: true, cell: (r) => num(score(r)) },
+    { label: 'Score', num: true, title: metricFormula('score'), cell: (r) => metricValue('score', score(r)) },
     { label: 'Runtime', num: true, cell: (r) => secs(pick(r, 'runtime_s') ?? (r.metrics || {}).runtime_s) },
     { label: 'Queued', cell: (r) => ago(pick(r, 'queued_at', 'created_at')) },
   );
   if (opts.owner) cols.splice(3, 0, { label: 'Owner', cell: (r) => pick(r, 'owner', 'user') || '—' });
+  if (opts.selected) {
+    // opts.selected: a Set of run ids the reader ticked (kept by the page
+    // across redraws); opts.onSelect() after each change.
+    cols.unshift({
+      label: h('span', { class: 'visually-hidden' }, 'Compare'),
+      cell: (r) => {
+        const id = String(runId(r));
+        return h('input', {
+          type: 'checkbox', class: 'pick', checked: opts.selected.has(id), 'aria-label': `Select run ${shortId(id)} to compare`,
+          on: { change: (ev) => { if (ev.target.checked) opts.selected.add(id); else opts.selected.delete(id); if (opts.onSelect) opts.onSelect(); } },
+        });
+      },
+    });
+  }
   return table(cols, list, { caption: opts.caption, label: opts.caption || 'Runs', empty: opts.empty || 'No runs yet.' });
 }
 

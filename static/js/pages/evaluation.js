@@ -4,12 +4,26 @@
 // apart by colour, legend and an explicit "period" column.
 import { api, available } from '../api.js';
 import { h, clear, dl, table, link } from '../dom.js';
-import { num, statusBadge, isActive, when, label } from '../format.js';
+import { num, statusBadge, isActive, when, label, secs, elapsedSince, fullHash } from '../format.js';
 import { chart } from '../chart.js';
 import { poll } from '../poll.js';
 import { announce } from '../app.js';
 import { pageHead, pick, unavailable, challengeMap, shortId } from './common.js';
-import { windowKey, verdict } from '../results.js';
+import { windowKey, verdict, historyUsed } from '../results.js';
+
+/** daysText(ev): the days asked for and, once scored, the days streamed;
+ * a dataset shorter than asked for is said, not hidden. */
+function daysText(ev) {
+  const asked = pick(ev, 'days_back');
+  const used = historyUsed(ev);
+  if (!used) return asked !== undefined && asked !== null ? `${asked} requested` : null;
+  const d = num(used.days, 2);
+  const short = asked !== undefined && asked !== null && used.days < Number(asked) - 1e-9;
+  return h('span', { 'data-testid': 'days-used', class: short ? 'warn' : null },
+    `${d} used (${num(used.bars)} one-minute bars)`,
+    asked !== undefined && asked !== null ? `; ${asked} requested` : '',
+    short ? ': the dataset holds less history than was asked for' : '');
+}
 
 function resultPanels(ctx, ev, ch, box) {
   const res = ev.result || ev.metrics || {};
@@ -22,7 +36,8 @@ function resultPanels(ctx, ev, ch, box) {
   const mlabel = info.label || label(primary);
 
   if (res.error) {
-    box.append(h('section', { class: 'panel error-panel', 'data-testid': 'eval-error' }, h('h2', null, 'The evaluation returned an error'), h('p', null, String(res.error))));
+    // a failed evaluation's error is already shown once ("Why it failed")
+    if (!ev.error) box.append(h('section', { class: 'panel error-panel', 'data-testid': 'eval-error' }, h('h2', null, 'The evaluation returned an error'), h('p', null, String(res.error))));
     return;
   }
   box.append(h('section', { class: 'panel', 'aria-labelledby': 'ev-head' },
@@ -75,6 +90,7 @@ export async function render(ctx) {
   const root = clear(ctx.main);
   const id = ctx.params.id;
   root.append(pageHead(ctx, `Evaluation ${shortId(id)}`));
+  // the name given at submission heads the page once it is known
   root.querySelector('h1').title = id;
   let ev;
   try {
@@ -87,6 +103,7 @@ export async function render(ctx) {
     throw e;
   }
   if (ctx.signal.aborted) return;
+  if (ev.name) root.querySelector('h1').textContent = `${ev.name} · evaluation ${shortId(id)}`;
   const challenges = challengeMap(await api('/api/challenges').catch(() => ({})));
   const badge = h('span', { role: 'status', 'data-testid': 'eval-status' });
   root.querySelector('h1').append(' ', badge);
@@ -98,13 +115,18 @@ export async function render(ctx) {
     clear(body);
     const chName = pick(ev, 'challenge');
     body.append(h('section', { class: 'panel', 'aria-label': 'Evaluation details' }, dl([
+      ['Name', ev.name ? h('span', { 'data-testid': 'eval-name' }, String(ev.name)) : null],
+      ['Note', ev.note ? h('span', { class: 'prewrap', 'data-testid': 'eval-note' }, String(ev.note)) : null],
       ['Challenge', chName ? link(`#/challenges/${encodeURIComponent(chName)}`, chName) : null],
       ['Mode', pick(ev, 'mode') ? String(ev.mode) : null],
       ['Dataset version', pick(ev, 'dataset_version') ? String(ev.dataset_version) : null],
-      ['Days of history', pick(ev, 'days_back') !== undefined ? String(ev.days_back) : null],
+      ['Days of history', daysText(ev)],
       ['Holdout days', pick(ev, 'holdout_days') !== undefined ? String(ev.holdout_days) : null],
       ['Queued', when(pick(ev, 'queued_at', 'created_at'))],
+      ['Started', ev.started_at ? when(ev.started_at) : ev.status === 'queued' ? 'not yet: waiting for a runner' : null],
       ['Completed', ev.completed_at ? when(ev.completed_at) : null],
+      ['Runtime', ev.runtime_s !== null && ev.runtime_s !== undefined ? secs(ev.runtime_s)
+        : ev.status === 'running' && ev.started_at ? elapsedSince(ev.started_at) : null],
     ])));
     if (isActive(ev.status)) {
       body.append(h('p', { class: 'panel notice' }, ev.status === 'queued'
@@ -119,6 +141,14 @@ export async function render(ctx) {
         e.log_tail ? h('pre', { tabindex: 0, 'aria-label': 'Log tail' }, e.log_tail) : null));
     }
     if (ev.result || (ev.metrics && ev.status !== 'failed')) resultPanels(ctx, ev, challenges[chName], body);
+    // what was submitted: the hash that identifies it on the leaderboard, and the code
+    body.append(h('section', { class: 'panel', 'aria-labelledby': 'eval-code', 'data-testid': 'eval-code' },
+      h('h2', { id: 'eval-code' }, 'Submitted code'),
+      dl([['Code hash', fullHash(pick(ev, 'code_hash'))], ['Dataset hash', fullHash(pick(ev, 'dataset_hash'))]]),
+      typeof ev.code === 'string'
+        ? h('details', null, h('summary', null, `The code (${num(ev.code.split('\n').length)} lines)`),
+          h('pre', { class: 'code-view', tabindex: 0, 'aria-label': 'Submitted code' }, h('code', null, ev.code)))
+        : null));
   }
   draw();
   if (isActive(ev.status)) {

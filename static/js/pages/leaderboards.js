@@ -4,7 +4,9 @@
 // with the baseline shown among the rows).
 import { api, post, qs, rows, available } from '../api.js';
 import { h, clear, table, link } from '../dom.js';
-import { num, ago, when } from '../format.js';
+import { num, ago, when, hash } from '../format.js';
+import { metricName, metricValue, metricFormula } from '../metrics.js';
+import { download, toCsv } from '../export.js';
 import { announce, confirmDialog, whoAmI, isAdmin } from '../app.js';
 import { pageHead, pick, score, unavailable, versionId, runId, challengeMap, datasetList, shortId } from './common.js';
 
@@ -77,6 +79,7 @@ async function datasetBoard(ctx, root, dsv, defaultVersion) {
     { label: 'Rank', num: true, cell: (r) => num(pick(r, 'rank') ?? list.indexOf(r) + 1) },
     {
       label: 'Strategy',
+      class: 'wrap',
       cell: (r) => {
         const v = versionId(r);
         const nm = pick(r, 'strategy_name', 'name') || 'version';
@@ -85,12 +88,18 @@ async function datasetBoard(ctx, root, dsv, defaultVersion) {
         return cell;
       },
     },
+    // the score right after the name, so a phone shows it without scrolling sideways
+    ...['score', 'total_return', 'cagr', 'sharpe', 'max_drawdown'].map((k) => {
+      const val = (r) => (k === 'score' ? score(r) : pick(r, k) ?? (r.metrics || {})[k]);
+      return {
+        label: metricName(k),
+        title: metricFormula(k),
+        num: true,
+        sort: (r) => (val(r) === null || val(r) === undefined ? null : Number(val(r))),
+        cell: (r) => metricValue(k, val(r)),
+      };
+    }),
     { label: 'Owner', cell: (r) => String(pick(r, 'owner', 'user', 'owner_name') ?? '—') },
-    { label: 'Score', num: true, cell: (r) => num(score(r)) },
-    { label: 'Total return', num: true, cell: (r) => num(pick(r, 'total_return') ?? (r.metrics || {}).total_return) },
-    { label: 'CAGR', num: true, cell: (r) => num(pick(r, 'cagr') ?? (r.metrics || {}).cagr) },
-    { label: 'Sharpe', num: true, cell: (r) => num(pick(r, 'sharpe') ?? (r.metrics || {}).sharpe) },
-    { label: 'Max drawdown', num: true, cell: (r) => num(pick(r, 'max_drawdown') ?? (r.metrics || {}).max_drawdown) },
     { label: 'Run', cell: (r) => link(`#/runs/${encodeURIComponent(runId(r))}`, shortId(runId(r)), { title: String(runId(r)) }) },
   ];
   if (admin !== false) {
@@ -107,6 +116,10 @@ async function datasetBoard(ctx, root, dsv, defaultVersion) {
       },
     });
   }
+  const file = `leaderboard-${effective || 'default'}`;
+  root.append(h('p', { class: 'actions' },
+    h('button', { type: 'button', on: { click: () => download(`${file}.csv`, 'text/csv', toCsv(list)) } }, 'Export as CSV'),
+    h('button', { type: 'button', on: { click: () => download(`${file}.json`, 'application/json', JSON.stringify(list, null, 2)) } }, 'Export as JSON')));
   root.append(table(cols, list, {
     caption: `Leaderboard for dataset ${effective || 'default'}`,
     rowClass: (r) => (curVid !== null && String(versionId(r)) === curVid ? 'is-default' : null),
@@ -167,8 +180,10 @@ async function challengeBoard(ctx, root, name, challenges) {
   let rank = 0;
   root.append(table([
     { label: 'Rank', num: true, cell: (r) => (r.baseline ? '—' : num(pick(r, 'rank') ?? (rank += 1))) },
-    { label: 'Submission', cell: (r) => (r.baseline ? h('span', { 'data-testid': 'baseline-row' }, 'Baseline (uninformed guess)') : link(`#/evaluations/${encodeURIComponent(pick(r, 'evaluation_id', 'id'))}`, `evaluation ${shortId(pick(r, 'evaluation_id', 'id'))}`)) },
+    { label: 'Submission', cell: (r) => (r.baseline ? h('span', { 'data-testid': 'baseline-row' }, 'Baseline (uninformed guess)') : link(`#/evaluations/${encodeURIComponent(pick(r, 'evaluation_id', 'id'))}`, r.name ? String(r.name) : `evaluation ${shortId(pick(r, 'evaluation_id', 'id'))}`, r.name ? { title: `evaluation ${pick(r, 'evaluation_id', 'id')}` } : {})) },
     { label: 'Owner', cell: (r) => (r.baseline ? '' : String(pick(r, 'owner', 'user') ?? '—')) },
+    // which code it was: rows of one owner are told apart by their code hash
+    { label: 'Code', cell: (r) => (r.baseline ? '' : h('span', null, hash(pick(r, 'code_hash'), 10), r.dev_only ? h('span', { class: 'badge dev' }, ' dev only') : null)) },
     { label: info.label || metric, num: true, cell: (r) => num(r.baseline ? r.value : val(r), 5) },
     { label: 'Completed', cell: (r) => (r.baseline ? '' : ago(pick(r, 'completed_at', 'created_at'))) },
   ], withBase, {

@@ -75,7 +75,7 @@ function evaluationsPanel(list, err) {
     return p;
   }
   p.append(table([
-    { label: 'Evaluation', cell: (e) => link(`#/evaluations/${encodeURIComponent(pick(e, 'evaluation_id', 'id'))}`, shortId(pick(e, 'evaluation_id', 'id'))) },
+    { label: 'Evaluation', cell: (e) => link(`#/evaluations/${encodeURIComponent(pick(e, 'evaluation_id', 'id'))}`, e.name ? String(e.name) : shortId(pick(e, 'evaluation_id', 'id'))) },
     { label: 'Challenge', cell: (e) => (pick(e, 'challenge') ? link(`#/challenges/${encodeURIComponent(e.challenge)}`, String(e.challenge)) : '—') },
     { label: 'Status', cell: (e) => statusBadge(e.status) },
     { label: 'Score', num: true, cell: (e) => evalScore(e) },

@@ -5,13 +5,16 @@
 // reproducible, and the equity download.
 import { api, post } from '../api.js';
 import { h, clear, table, dl, link } from '../dom.js';
-import { num, when, secs, statusBadge, isActive, fullHash, label, bytes, toDate } from '../format.js';
+import { num, pct, when, secs, statusBadge, isActive, fullHash, label, bytes, toDate, elapsedSince } from '../format.js';
 import { chart, drawdown } from '../chart.js';
 import { poll } from '../poll.js';
 import { announce, confirmDialog } from '../app.js';
 import { pageHead, pick, versionId, shortId } from './common.js';
 import { parseEquity } from '../results.js';
+import { metricName, metricValue, metricFormula, historyYears } from '../metrics.js';
 
+/** metricsTable(m): every metric with its reader's name, its value in the
+ * unit people read it in, and how it is computed. */
 function metricsTable(m) {
   const keys = Object.keys(m || {});
   const primary = ['score', 'total_return', 'cagr', 'sharpe', 'max_drawdown', 'volatility'];
@@ -20,9 +23,21 @@ function metricsTable(m) {
     return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib) || a.localeCompare(b);
   });
   return table([
-    { label: 'Metric', cell: (k) => label(k) },
-    { label: 'Value', num: true, cell: (k) => (typeof m[k] === 'object' && m[k] !== null ? JSON.stringify(m[k]) : num(m[k], 6)) },
+    { label: 'Metric', cell: (k) => h('span', { title: metricFormula(k) || null, dataset: { metric: k } }, metricName(k)) },
+    { label: 'Value', num: true, cell: (k) => metricValue(k, m[k]) },
+    { label: 'How it is computed', class: 'wrap small muted', cell: (k) => metricFormula(k) || '—' },
   ], keys, { caption: 'Metrics', empty: 'No metrics recorded.', rowHeader: true });
+}
+
+/** annualCaveat(metrics, ds): a warning when annualised metrics rest on
+ * less than a year of bars (ds: the run's dataset from GET /datasets/V). */
+function annualCaveat(metrics, ds) {
+  const years = historyYears(metrics.n_bars, ds && ds.interval_ms);
+  if (years === null || years >= 1) return null;
+  const days = years * 365;
+  return h('p', { class: 'warn', 'data-testid': 'annual-caveat' },
+    `CAGR, volatility and the Sharpe, Sortino and Calmar ratios are annualised from ${days < 2 ? `${num(days * 24, 1)} hours` : `${num(days, 1)} days`} of history: `,
+    'over so short a span they swing widely and say little about a year (a 1 % gain in 10 days annualises to 44 %).');
 }
 
 /** fmtValue(key, v): a value for people: sizes in bytes, durations in
@@ -85,7 +100,17 @@ function resourcesPanel(r) {
   return p;
 }
 
-async function chartsPanel(ctx, id, box) {
+/** barTimes(n, ds) -> the bar times in epoch seconds of an n-bar curve over
+ * dataset ds, or null: only when the curve spans every bar of the dataset
+ * and the dataset's bars lie on a gap-free grid, so bar i is exactly
+ * first_ts + i × interval_ms (otherwise the x-axis stays the bar index). */
+export function barTimes(n, ds) {
+  if (!ds || n < 2 || Number(ds.bars) !== n || !(ds.interval_ms > 0)) return null;
+  if (Number(ds.last_ts) - Number(ds.first_ts) !== (n - 1) * ds.interval_ms) return null;
+  return Array.from({ length: n }, (_, i) => (Number(ds.first_ts) + i * ds.interval_ms) / 1000);
+}
+
+async function chartsPanel(ctx, id, box, run) {
   clear(box).append(h('h2', { id: 'run-charts' }, 'Equity and drawdown'), h('p', { class: 'loading' }, 'Loading the equity curve…'));
   let data;
   try {
@@ -97,18 +122,34 @@ async function chartsPanel(ctx, id, box) {
   }
   if (ctx.signal.aborted) return;
   const eq = parseEquity(data);
+  if (!eq.time) {
+    const t = barTimes(eq.equity.length, await datasetOf(run.dataset_version));
+    if (ctx.signal.aborted) return;
+    if (t) { eq.x = t; eq.time = true; }
+  }
   box.querySelector('.loading').remove();
   if (!eq.equity.length) {
     box.append(h('p', { class: 'muted' }, 'This run has no equity curve.'));
     return;
   }
   const finite = eq.equity.filter((v) => Number.isFinite(v));
+  // the runner's buy-and-hold of the asset over the same bars (runs
+  // completed before it was computed have none)
+  const bench = data && Array.isArray(data.benchmark) && data.benchmark.length === eq.equity.length ? data.benchmark : null;
   const dd = drawdown(eq.equity);
   const minDd = Math.min(...dd.filter((v) => v !== null));
+  let ddPlot = null; // the drawdown chart follows the equity chart's zoom
+  let posPlot = null; // and so does the position chart of a positions run
   const eqChart = chart({
     title: 'Equity curve', testid: 'equity-chart', x: eq.x, time: eq.time, signal: ctx.signal,
-    series: [{ label: 'Equity', values: eq.equity, color: '#1d5bb8', fill: 'rgba(29,91,184,0.08)' }],
-    summary: `Equity over ${eq.equity.length} bars, from ${num(eq.equity[0])} to ${num(eq.equity[eq.equity.length - 1])}; lowest ${num(Math.min(...finite))}, highest ${num(Math.max(...finite))}.`,
+    onXScale: (min, max) => {
+      if (ddPlot) ddPlot.setScale('x', { min, max });
+      if (posPlot) posPlot.setScale('x', { min, max });
+    },
+    series: [{ label: 'Equity', values: eq.equity, color: '#1d5bb8', fill: 'rgba(29,91,184,0.08)' },
+      ...(bench ? [{ label: `Buy and hold${run.asset ? ` ${run.asset}` : ''}`, values: bench, color: '#4b5563', dash: [6, 4], width: 1.25 }] : [])],
+    summary: `Equity over ${eq.equity.length} bars, from ${num(eq.equity[0])} to ${num(eq.equity[eq.equity.length - 1])}; lowest ${num(Math.min(...finite))}, highest ${num(Math.max(...finite))}.`
+      + (bench ? ` Buy and hold of the asset over the same bars ends at ${num(bench[bench.length - 1])}.` : ''),
   });
   const ddChart = chart({
     title: 'Drawdown', testid: 'drawdown-chart', x: eq.x, time: eq.time, signal: ctx.signal, height: 180,
@@ -117,7 +158,102 @@ async function chartsPanel(ctx, id, box) {
     summary: `Drawdown from the running peak; deepest ${(minDd * 100).toFixed(2)} %.`,
   });
   box.append(eqChart.figure, ddChart.figure);
-  await Promise.all([eqChart.ready, ddChart.ready]);
+  const [eqPlot, ddReady] = await Promise.all([eqChart.ready, ddChart.ready]);
+  ddPlot = ddReady;
+  if (eqPlot && ddPlot) ddPlot.setScale('x', { min: eqPlot.scales.x.min, max: eqPlot.scales.x.max });
+  const trades = await tradesFirstPage(ctx, id);
+  if (!trades || ctx.signal.aborted) return;
+  if (Array.isArray(trades.positions) && trades.positions.length === eq.equity.length) {
+    const posChart = chart({
+      title: 'Position', testid: 'position-chart', x: eq.x, time: eq.time, signal: ctx.signal, height: 150,
+      series: [{ label: 'Exposure', values: trades.positions, color: '#6b3fa0', fill: 'rgba(107,63,160,0.10)' }],
+      yFormat: (v) => `${(v * 100).toFixed(0)} %`,
+      summary: `Exposure held after each bar's close (fraction of equity; negative is short), from ${pct(Math.min(...trades.positions))} to ${pct(Math.max(...trades.positions))}.`,
+    });
+    box.append(posChart.figure);
+    posPlot = await posChart.ready;
+    if (eqPlot && posPlot) posPlot.setScale('x', { min: eqPlot.scales.x.min, max: eqPlot.scales.x.max });
+  }
+  box.after(tradesPanel(ctx, id, trades));
+}
+
+/** tradesFirstPage(ctx, id) -> the first page of GET /runs/{id}/trades, or
+ * null when the run has none (a simulate run answers 409) or it failed. */
+async function tradesFirstPage(ctx, id) {
+  try {
+    return await api(`/runs/${encodeURIComponent(id)}/trades?limit=${TRADES_PAGE}`);
+  } catch (e) {
+    return null;
+  }
+}
+
+const TRADES_PAGE = 100;
+
+/** fmtPrice(v): a price with the decimals a quote usually carries. */
+function fmtPrice(v) {
+  if (!Number.isFinite(v)) return '—';
+  const a = Math.abs(v);
+  const d = a >= 1000 ? 2 : a >= 1 ? 4 : 6;
+  return v.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
+}
+
+/** fmtTime(iso): "2026-01-02 03:04 UTC" (seconds shown only when not :00). */
+function fmtTime(iso) {
+  if (!iso) return '—';
+  const s = iso.replace('T', ' ').replace('Z', '');
+  return `${s.endsWith(':00') ? s.slice(0, -3) : s} UTC`;
+}
+
+/** tradesPanel(ctx, id, first): the fills table, later pages on demand. */
+function tradesPanel(ctx, id, first) {
+  const cols = [
+    { label: 'Time', cell: (f) => h('time', { datetime: f.time }, fmtTime(f.time)) },
+    { label: 'Bar', num: true, cell: (f) => num(f.bar) },
+    { label: 'Side', cell: (f) => h('span', { class: `side side-${f.side}` }, f.side === 'buy' ? 'Buy' : 'Sell') },
+    { label: 'Quantity', num: true, title: 'units of the asset', cell: (f) => num(f.quantity, 6) },
+    { label: 'Price', num: true, cell: (f) => fmtPrice(f.price) },
+    { label: 'Fee', num: true, title: 'in units of the initial capital (1.0); in basis points of it', cell: (f) => `${(f.fee * 1e4).toFixed(2)} bp` },
+    { label: 'Position after', num: true, title: 'exposure as a fraction of equity (negative: short)', cell: (f) => pct(f.position) },
+    { label: 'Equity after', num: true, title: 'after the fee, initial capital = 1.0', cell: (f) => num(f.equity, 6) },
+  ];
+  const sec = h('section', { class: 'panel', 'aria-labelledby': 'run-trades' });
+  const total = first.fills_total;
+  sec.append(h('h2', { id: 'run-trades' }, 'Trades'),
+    h('p', { class: 'muted small' }, `${num(total)} fills over ${num(first.bars)} bars${first.truncated ? ` (the first ${num(first.fills_stored)} are stored)` : ''}. A fill is a change of target exposure at a bar's close; between fills the engine keeps the exposure at its fraction of equity without a fee.`));
+  const rows = [...first.fills];
+  let cursor = first.next_cursor;
+  const wrap = h('div');
+  const more = h('button', { type: 'button', class: 'button' }, 'Show more trades');
+  function draw() {
+    clear(wrap).append(table(cols, rows, { caption: 'Fills', empty: 'This run made no trades.' }));
+    more.hidden = cursor === null;
+  }
+  more.addEventListener('click', async () => {
+    more.disabled = true;
+    try {
+      const page = await api(`/runs/${encodeURIComponent(id)}/trades?limit=${TRADES_PAGE}&cursor=${encodeURIComponent(cursor)}`);
+      if (ctx.signal.aborted) return;
+      rows.push(...page.fills);
+      cursor = page.next_cursor;
+      draw();
+      announce(`${rows.length} of ${total} trades shown`);
+    } catch (e) {
+      announce(`More trades could not be loaded: ${e.message}`);
+    } finally {
+      more.disabled = false;
+    }
+  });
+  draw();
+  sec.append(wrap, more);
+  return sec;
+}
+
+const datasets = new Map();
+/** datasetOf(version) -> GET /datasets/{version} (once per page load), or null. */
+function datasetOf(version) {
+  if (!version) return Promise.resolve(null);
+  if (!datasets.has(version)) datasets.set(version, api(`/datasets/${encodeURIComponent(version)}`).catch(() => null));
+  return datasets.get(version);
 }
 
 export async function render(ctx) {
@@ -159,7 +295,7 @@ export async function render(ctx) {
   }
 
   async function cancel() {
-    if (!await confirmDialog('Cancel this run?', `Run #${id} will be stopped; a running sandbox is killed.`, 'Cancel run')) return;
+    if (!await confirmDialog('Cancel this run?', `Run #${id} will be stopped; a running sandbox is killed.`, 'Cancel run', { danger: true })) return;
     try {
       run = await post(`/runs/${encodeURIComponent(id)}/cancel`);
       if (!run || !run.status) run = await api(`/runs/${encodeURIComponent(id)}`);
@@ -230,8 +366,8 @@ export async function render(ctx) {
       ['Queued', when(pick(run, 'queued_at', 'created_at'))],
       ['Started', run.started_at ? when(run.started_at) : null],
       ['Completed', run.completed_at ? when(run.completed_at) : null],
-      ['Runtime', pick(run, 'runtime_s') !== undefined ? secs(run.runtime_s)
-        : isActive(run.status) && started ? `${secs((Date.now() - started.getTime()) / 1000)} so far` : null],
+      ['Runtime', pick(run, 'runtime_s') !== undefined && run.runtime_s !== null ? secs(run.runtime_s)
+        : isActive(run.status) && started ? elapsedSince(run.started_at) : null],
     ])));
 
     if (isActive(run.status)) {
@@ -242,12 +378,17 @@ export async function render(ctx) {
     if (run.error && (run.error.code || run.error.message || typeof run.error === 'string')) body.append(errorPanel(run.error));
 
     if (run.metrics && Object.keys(run.metrics).length) {
-      body.append(h('section', { 'aria-label': 'Metrics' }, metricsTable(run.metrics)));
+      const sec = h('section', { 'aria-label': 'Metrics' }, metricsTable(run.metrics));
+      body.append(sec);
+      datasetOf(run.dataset_version).then((ds) => {
+        const c = annualCaveat(run.metrics, ds);
+        if (c && !ctx.signal.aborted) sec.prepend(c);
+      });
     }
     if (run.status === 'completed') {
       const cbox = h('section', { class: 'panel', 'aria-labelledby': 'run-charts' });
       body.append(cbox);
-      chartsPanel(ctx, id, cbox);
+      chartsPanel(ctx, id, cbox, run);
     }
     if (!isActive(run.status)) body.append(auditPanel(run.audit));
     if (run.status === 'completed' && run.audit && run.audit.passed !== true && !run.verify_of) {
@@ -280,7 +421,8 @@ export async function render(ctx) {
         ['Dataset hash', fullHash(run.dataset_hash)],
         ['Code hash', fullHash(run.code_hash)],
         ['Config hash', fullHash(run.config_hash)],
-        ['Artifacts', run.artifacts_dir ? h('code', null, String(run.artifacts_dir)) : null],
+        ['Artifacts', run.artifacts_dir ? h('code', null, String(run.artifacts_dir))
+          : run.artifacts_error ? h('span', { class: 'error' }, 'not written: ' + String(run.artifacts_error.detail)) : null],
       ])));
   }
 

@@ -30,7 +30,21 @@ export async function render(ctx) {
         h('button', { type: 'button', on: { click: () => { status.value = ''; dsSel.value = ''; ver.value = ''; form.requestSubmit(); } } }, 'Clear'))));
   const listBox = h('div', { 'aria-live': 'polite' });
   const more = h('button', { type: 'button', hidden: true }, 'Load more');
-  root.append(form, listBox, more);
+  // Runs ticked in the list open side by side on the compare page.
+  const selected = new Set();
+  const compare = h('a', { class: 'button', 'aria-disabled': 'true', 'data-testid': 'compare-link' }, 'Compare selected runs');
+  const onSelect = () => {
+    const ids = [...selected];
+    compare.textContent = `Compare selected runs (${ids.length})`;
+    if (ids.length >= 2) {
+      compare.href = `#/compare?runs=${ids.map(encodeURIComponent).join(',')}`;
+      compare.removeAttribute('aria-disabled');
+    } else {
+      compare.removeAttribute('href');
+      compare.setAttribute('aria-disabled', 'true');
+    }
+  };
+  root.append(form, h('p', { class: 'actions' }, compare, h('span', { class: 'muted small' }, 'Tick two or more runs to compare them.')), listBox, more);
 
   api('/datasets').then((d) => {
     for (const x of rows(d, 'datasets')) {
@@ -56,7 +70,7 @@ export async function render(ctx) {
   }
 
   function draw() {
-    clear(listBox).append(runsTable(all, { caption: 'Runs', owner: true, empty: 'No runs match these filters.' }));
+    clear(listBox).append(runsTable(all, { caption: 'Runs', owner: true, empty: 'No runs match these filters.', selected, onSelect }));
     more.hidden = !cursor;
   }
 

@@ -1,10 +1,13 @@
-// Settings: who you are, your API tokens (create: shown once; revoke), and
-// for admins the users of this server.
+// Settings: who you are, your API tokens (create: shown once; revoke), your
+// Anthropic key for LLM agents (masked; yours or the admin's default), the
+// server's CoinGlass key (masked; admins set and remove it), and for admins
+// the users of this server.
 import { api, post, rows } from '../api.js';
 import { h, clear, table, dl, field } from '../dom.js';
 import { ago, when } from '../format.js';
 import { announce, confirmDialog, loadWho } from '../app.js';
 import { pageHead, pick, unavailable } from './common.js';
+import { keyPanel } from '../secretkey.js';
 
 const AUTH_TEXT = {
   loopback: 'no token: this server admits clients on its own machine as the local admin',
@@ -104,7 +107,7 @@ async function tokensSection(ctx, section) {
   async function revoke(t) {
     const name = pick(t, 'prefix') ? `${t.prefix}…` : `#${t.id}`;
     const self = t.current ? ' It is the token this browser signed in with: you will have to sign in again.' : '';
-    if (!await confirmDialog('Revoke this token?', `Token ${name} stops working at once, for every script that uses it.${self}`, 'Revoke')) return;
+    if (!await confirmDialog('Revoke this token?', `Token ${name} stops working at once, for every script that uses it.${self}`, 'Revoke', { danger: true })) return;
     try {
       await post(`/api/tokens/${encodeURIComponent(t.id)}/revoke`);
       announce(`Token ${name} revoked`);
@@ -165,6 +168,15 @@ export async function render(ctx) {
   const tokens = h('section', { class: 'panel', 'aria-labelledby': 'set-tokens' });
   root.append(tokens);
   await tokensSection(ctx, tokens);
+  // the keys next to the tokens
+  root.append(keyPanel(ctx, {
+    id: 'set-anthropic', title: 'Anthropic API key', path: '/api/anthropic-key', admin: Boolean(me && me.role === 'admin'), perUser: true,
+    hint: 'For LLM research agents (drivers that call Claude): your own key, else the default an admin set. Encrypted at rest on the server; only a mask is ever shown. It starts with sk-ant-.',
+  }));
+  root.append(keyPanel(ctx, {
+    id: 'set-coinglass', title: 'CoinGlass API key', path: '/api/coinglass-key', admin: Boolean(me && me.role === 'admin'),
+    hint: 'For the CoinGlass derivatives layer of the market data (the fetcher that uses it is not built yet). Encrypted at rest on the server; only a mask is ever shown.',
+  }));
   if (me && me.role === 'admin') {
     const users = h('section', { class: 'panel', 'aria-labelledby': 'set-users' });
     root.append(users);

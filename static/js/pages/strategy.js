@@ -1,7 +1,8 @@
 // One strategy: its versions and the latest run on each dataset.
 import { api } from '../api.js';
 import { h, clear, table, link, dl } from '../dom.js';
-import { ago, hash, statusBadge, num } from '../format.js';
+import { ago, hash, statusBadge } from '../format.js';
+import { metricValue, metricFormula } from '../metrics.js';
 import { pageHead, pick, score, shortId } from './common.js';
 import { versionsOf } from './strategies.js';
 
@@ -39,7 +40,7 @@ export async function render(ctx) {
     { label: 'Run', cell: (r) => { const rid = pick(r, 'run_id', 'id'); return rid === undefined ? '—' : link(`#/runs/${encodeURIComponent(rid)}`, shortId(rid), { title: String(rid) }); } },
     { label: 'Version', cell: (r) => { const v = pick(r, 'strategy_version_id'); return v === undefined ? '—' : link(`#/versions/${encodeURIComponent(v)}`, `#${v}`); } },
     { label: 'Status', cell: (r) => statusBadge(r.status) },
-    { label: 'Score', num: true, cell: (r) => num(score(r)) },
+    { label: 'Score', num: true, title: metricFormula('score'), cell: (r) => metricValue('score', score(r)) },
     { label: 'When', cell: (r) => ago(pick(r, 'completed_at', 'queued_at')) },
   ], lr, { caption: 'Latest run per dataset', empty: 'Not run yet: open a version and press Run.' }));
 }

@@ -37,7 +37,7 @@ export async function render(ctx) {
   const formErr = h('p', { class: 'error', role: 'alert' });
   const submitBtn = h('button', { type: 'submit', class: 'primary' }, 'Submit');
   let pristine = true;
-  ed.textarea.addEventListener('input', () => { pristine = false; });
+  ed.onInput(() => { pristine = false; });
   let shownKind = kind.value;
   kind.addEventListener('change', async () => {
     if (!pristine && ed.value().trim() &&
@@ -73,7 +73,7 @@ export async function render(ctx) {
     }
     if (!ed.value().trim()) {
       ed.showError({ message: 'The code is empty.' });
-      ed.textarea.focus();
+      ed.focus();
       return;
     }
     let p;

@@ -16,7 +16,23 @@ function runForm(vid, version, datasets, defaultVersion) {
   }
   const params = h('textarea', { name: 'params', rows: 3, class: 'mono', spellcheck: 'false', placeholder: '{}' });
   if (version.params && Object.keys(version.params).length) params.value = JSON.stringify(version.params, null, 2);
-  const asset = h('input', { type: 'text', name: 'asset', autocomplete: 'off', placeholder: 'dataset default', maxlength: 32 });
+  // The asset is a choice among the chosen dataset's assets (its first is
+  // the server's default), refreshed when the dataset changes.
+  const asset = h('select', { name: 'asset' });
+  const fillAssets = () => {
+    const d = datasets.find((x) => String(pick(x, 'version', 'dataset_version')) === dsSel.value);
+    const list = d && Array.isArray(d.assets) ? d.assets.map(String) : [];
+    const keep = asset.value;
+    asset.replaceChildren(...(list.length
+      ? list.map((a, i) => h('option', { value: i ? a : '', selected: a === keep }, i ? a : `${a} (the dataset's first)`))
+      : [h('option', { value: '' }, 'dataset default')]));
+  };
+  fillAssets();
+  dsSel.addEventListener('change', fillAssets);
+  // The positions engine's costs and bounds (positions strategies only).
+  const positions = version.kind === 'positions';
+  const fee = h('input', { type: 'number', name: 'fee_bps', min: 0, max: 1000, step: 'any', inputmode: 'decimal', placeholder: '10' });
+  const lev = h('input', { type: 'number', name: 'max_leverage', min: 0, max: 100, step: 'any', inputmode: 'decimal', placeholder: '1' });
   const audit = h('select', { name: 'audit' },
     h('option', { value: '' }, 'server default'),
     h('option', { value: 'true' }, 'yes'),
@@ -27,8 +43,11 @@ function runForm(vid, version, datasets, defaultVersion) {
     h('h2', { id: 'run-form-title' }, 'Run this version'),
     h('div', { class: 'fields' },
       field('Dataset version', dsSel),
-      field('Asset', asset, 'Leave empty for the dataset’s default asset.'),
+      field('Asset', asset),
       field('Causality audit', audit, 'Re-runs on prefixes to catch look-ahead; only audited runs are ranked.')),
+    positions ? h('div', { class: 'fields' },
+      field('Fee (basis points per unit traded)', fee, 'Empty: 10 bps. 0 to 1,000.'),
+      field('Maximum leverage (|exposure| bound)', lev, 'Empty: 1 (no leverage). Above 0, at most 100.')) : null,
     field('Params (JSON object)', params, 'Overrides the version’s default params for this run.'),
     err,
     h('div', { class: 'actions' }, btn));
@@ -47,7 +66,19 @@ function runForm(vid, version, datasets, defaultVersion) {
     params.removeAttribute('aria-invalid');
     const body = { strategy_version_id: Number.isNaN(Number(vid)) ? vid : Number(vid), params: p };
     if (dsSel.value) body.dataset_version = dsSel.value;
-    if (asset.value.trim()) body.asset = asset.value.trim();
+    if (asset.value) body.asset = asset.value;
+    for (const [k, el, lo, hi, what] of [['fee_bps', fee, 0, 1000, 'The fee'], ['max_leverage', lev, 0, 100, 'The maximum leverage']]) {
+      if (!positions || el.value === '') continue;
+      const n = Number(el.value);
+      if (!Number.isFinite(n) || n < lo || n > hi || (k === 'max_leverage' && n === 0)) {
+        err.textContent = `${what} must be a number ${k === 'max_leverage' ? 'above 0' : 'from 0'} up to ${hi}.`;
+        el.setAttribute('aria-invalid', 'true');
+        el.focus();
+        return;
+      }
+      el.removeAttribute('aria-invalid');
+      body[k] = n;
+    }
     if (audit.value) body.audit = audit.value === 'true';
     btn.disabled = true;
     btn.textContent = 'Queuing…';
@@ -80,7 +111,7 @@ export async function render(ctx) {
   if (ctx.signal.aborted) return;
   const name = pick(v, 'name', 'strategy_name') || 'strategy';
   const sid = pick(v, 'strategy_id');
-  root.append(pageHead(ctx, `${name} · version ${pick(v, 'version', 'number') ?? vid}`,
+  root.append(pageHead(ctx, `${name} · version ${pick(v, 'version', 'number') ?? `#${vid}`}`,
     h('a', { class: 'button', href: `#/strategies/new?name=${encodeURIComponent(name)}&from=${encodeURIComponent(vid)}` }, 'New version from this')));
   const submitted = ctx.query.get('submitted');
   if (submitted) {

@@ -24,72 +24,15 @@
 #include <sodium.h>
 
 #include "common/db.h"
+#include "common/dsretire.h"
 #include "common/migrate.h"
+#include "common/secret_store.h"
 #include "common/tokstore.h"
+#include "tests/unit/lib/tmariadb.h"
 
-static char dir[64];
-static char sockpath[128];
-static pid_t server = -1;
+static struct tmariadb srv;
 static struct db *db;
 static int reconnects;
-
-/* Run a shell command quietly; returns its exit status. */
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	int st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-/* Start mariadbd on the private socket and wait until it answers. */
-static bool server_start(void)
-{
-	char datadir[128], sockarg[160], pidarg[160], logarg[160];
-	snprintf(datadir, sizeof datadir, "--datadir=%s/data", dir);
-	snprintf(sockarg, sizeof sockarg, "--socket=%s", sockpath);
-	snprintf(pidarg, sizeof pidarg, "--pid-file=%s/mysqld.pid", dir);
-	snprintf(logarg, sizeof logarg, "--log-error=%s/mysqld.err", dir);
-	server = fork();
-	if (server == 0) {
-		if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
-			_exit(127);
-		if (getuid() == 0)
-			execlp("mariadbd", "mariadbd", "--no-defaults", datadir, "--user=root", "--skip-networking",
-			       "--skip-grant-tables", sockarg, pidarg, logarg, "--innodb-buffer-pool-size=16M", (char *)NULL);
-		else
-			execlp("mariadbd", "mariadbd", "--no-defaults", datadir, "--skip-networking",
-			       "--skip-grant-tables", sockarg, pidarg, logarg, "--innodb-buffer-pool-size=16M", (char *)NULL);
-		_exit(127);
-	}
-	struct dburl u = { .host = "localhost", .database = "mysql", .socket = sockpath };
-	struct db *probe = db_new(&u);
-	for (int i = 0; i < 300; i++) {
-		struct timespec ts = { 0, 100 * 1000000L };
-		nanosleep(&ts, NULL);
-		if (db_ping(probe) == DB_OK) {
-			db_exec_script(probe, "CREATE DATABASE IF NOT EXISTS agenttest_test", 44);
-			db_free(probe);
-			return true;
-		}
-	}
-	db_free(probe);
-	return false;
-}
-
-/* Stop the server and wait for it. */
-static void server_stop(void)
-{
-	if (server > 0) {
-		kill(server, SIGTERM);
-		waitpid(server, NULL, 0);
-		server = -1;
-	}
-}
 
 static void on_reconnect(void)
 {
@@ -99,33 +42,20 @@ static void on_reconnect(void)
 static int setup(void **state)
 {
 	(void)state;
-	if (sodium_init() < 0)
-		return 1;
-	snprintf(dir, sizeof dir, "/tmp/agenttest-dbtest-XXXXXX");
-	if (mkdtemp(dir) == NULL)
-		return 1;
-	snprintf(sockpath, sizeof sockpath, "%s/mysqld.sock", dir);
-	if (sh("mariadb-install-db --no-defaults --datadir=%s/data %s --skip-test-db >%s/install.log 2>&1", dir,
-	       getuid() == 0 ? "--user=root" : "", dir) != 0) {
-		fprintf(stderr, "mariadb-install-db failed, see %s/install.log\n", dir);
+	if (sodium_init() < 0 || !tmariadb_start(&srv, "agenttest_test") ||
+	    !(db = tmariadb_connect(&srv, "agenttest_test"))) {
+		tmariadb_stop(&srv);   /* cmocka runs no teardown after a failed setup */
 		return 1;
 	}
-	if (!server_start()) {
-		fprintf(stderr, "mariadbd did not start, see %s/mysqld.err\n", dir);
-		return 1;
-	}
-	struct dburl u = { .host = "localhost", .database = "agenttest_test", .socket = sockpath };
-	db = db_new(&u);
 	db_set_reconnect_hook(db, on_reconnect);
-	return db_connect(db) != DB_OK;
+	return 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
 	db_free(db);
-	server_stop();
-	sh("rm -rf %s", dir);
+	tmariadb_stop(&srv);
 	return 0;
 }
 
@@ -177,7 +107,7 @@ static void test_exec_types_and_errors(void **state)
 static void put_sql(const char *name, const char *text)
 {
 	char path[256];
-	snprintf(path, sizeof path, "%s/sql/%s", dir, name);
+	snprintf(path, sizeof path, "%s/sql/%s", srv.dir, name);
 	FILE *f = fopen(path, "w");
 	assert_non_null(f);
 	fputs(text, f);
@@ -188,7 +118,7 @@ static void put_sql(const char *name, const char *text)
 static bool migrate(size_t *applied, struct buf *err)
 {
 	char sqldir[128];
-	snprintf(sqldir, sizeof sqldir, "%s/sql", dir);
+	snprintf(sqldir, sizeof sqldir, "%s/sql", srv.dir);
 	buf_reset(err);
 	return migrate_run(db, sqldir, false, NULL, applied, err);
 }
@@ -198,9 +128,9 @@ static void test_migrations(void **state)
 	struct buf err = BUF_INIT;
 	size_t n = 0;
 	char path[256];
-	snprintf(path, sizeof path, "%s/sql", dir);
+	snprintf(path, sizeof path, "%s/sql", srv.dir);
 	assert_int_equal(mkdir(path, 0700), 0);
-	assert_int_equal(sh("cp sql/001_init.sql %s/sql/", dir), 0);
+	assert_int_equal(tmariadb_sh("cp sql/001_init.sql %s/sql/", srv.dir), 0);
 	put_sql("002_extra.sql", "CREATE TABLE IF NOT EXISTS extra (id INT PRIMARY KEY);\n"
 	                         "INSERT IGNORE INTO extra VALUES (1);\n");
 	put_sql("README", "not a migration");
@@ -225,15 +155,15 @@ static void test_migrations(void **state)
 	put_sql("4_short.sql", "SELECT 1;");
 	assert_false(migrate(&n, &err));
 	assert_non_null(strstr(buf_cstr(&err), "4_short.sql"));
-	snprintf(path, sizeof path, "%s/sql/4_short.sql", dir);
+	snprintf(path, sizeof path, "%s/sql/4_short.sql", srv.dir);
 	unlink(path);
 	put_sql("003_again.sql", "SELECT 1;");
 	assert_false(migrate(&n, &err));
 	assert_non_null(strstr(buf_cstr(&err), "same version"));
-	snprintf(path, sizeof path, "%s/sql/003_again.sql", dir);
+	snprintf(path, sizeof path, "%s/sql/003_again.sql", srv.dir);
 	unlink(path);
 	/* a recorded migration whose file is gone */
-	snprintf(path, sizeof path, "%s/sql/003_bad.sql", dir);
+	snprintf(path, sizeof path, "%s/sql/003_bad.sql", srv.dir);
 	unlink(path);
 	assert_false(migrate(&n, &err));
 	assert_non_null(strstr(buf_cstr(&err), "has no such file"));
@@ -309,27 +239,183 @@ static void test_tokstore(void **state)
 	(void)state;
 }
 
+/*
+ * The secret store against MariaDB: the real migrations in a database of its
+ * own, put/get/delete round trip, replace, owners apart, a row moved to
+ * another owner in SQL does not open, another server key does not open, the
+ * plaintext is nowhere in the table.
+ */
+static void test_secret_store_db(void **state)
+{
+	static const char v1[] = "sk-ant-api03-first-value-0123456789abcd";
+	static const char v2[] = "sk-ant-api03-second-value-9876543210wxyz";
+	unsigned char key[SECRET_BYTES], other[SECRET_BYTES];
+	struct buf out = BUF_INIT, err = BUF_INIT;
+	size_t applied = 0;
+
+	assert_int_equal(db_exec_script(db, "CREATE DATABASE IF NOT EXISTS agenttest_secrets", 47), DB_OK);
+	struct dburl u = { .host = "localhost", .database = "agenttest_secrets", .socket = srv.sock };
+	struct db *sdb = db_new(&u);
+	if (!migrate_run(sdb, "sql", false, NULL, &applied, &err))
+		fail_msg("%s", buf_cstr(&err));
+	randombytes_buf(key, sizeof key);
+	memcpy(other, key, sizeof other);
+	other[0] ^= 0xff;
+
+	assert_int_equal(secret_store_get(sdb, key, 9, "anthropic", &out, &err), 0);
+	assert_true(secret_store_put(sdb, key, 9, "anthropic", v1, &err));
+	assert_true(secret_store_put(sdb, key, 0, "anthropic", v2, &err));
+	assert_int_equal(secret_store_get(sdb, key, 9, "anthropic", &out, &err), 1);
+	assert_string_equal(buf_cstr(&out), v1);
+	assert_int_equal(secret_store_get(sdb, key, 0, "anthropic", &out, &err), 1);
+	assert_string_equal(buf_cstr(&out), v2);
+	assert_int_equal(secret_store_get(sdb, key, 9, "coinglass", &out, &err), 0);
+	assert_int_equal(secret_store_get(sdb, key, 10, "anthropic", &out, &err), 0);
+	/* replace keeps one row per (owner, kind) */
+	assert_true(secret_store_put(sdb, key, 9, "anthropic", v2, &err));
+	assert_int_equal(secret_store_get(sdb, key, 9, "anthropic", &out, &err), 1);
+	assert_string_equal(buf_cstr(&out), v2);
+	/* the plaintext is not stored */
+	struct db_col cnt[1] = { DB_COL_INT };
+	struct db_arg like[1] = { DB_ARG_TEXT("%second-value%") };
+	assert_int_equal(db_exec(sdb, "SELECT COUNT(*) FROM secrets WHERE ciphertext LIKE ?",
+	                         like, 1, cnt, 1, NULL, NULL, NULL, 0), DB_OK);
+	assert_int_equal(cnt[0].i, 0);
+	/* another server key does not open */
+	buf_reset(&err);
+	assert_int_equal(secret_store_get(sdb, other, 9, "anthropic", &out, &err), -1);
+	assert_string_equal(buf_cstr(&out), "");
+	assert_null(strstr(buf_cstr(&err), "second-value"));
+	/* a ciphertext moved to another owner by SQL does not open there */
+	assert_int_equal(db_exec(sdb, "UPDATE secrets SET owner_id = 11 WHERE owner_id = 9", NULL, 0, NULL, 0, NULL,
+	                         NULL, NULL, 0), DB_OK);
+	assert_int_equal(secret_store_get(sdb, key, 11, "anthropic", &out, &err), -1);
+	/* a bad kind or a too long value is refused */
+	assert_int_equal(secret_store_get(sdb, key, 0, "openai", &out, &err), -1);
+	assert_false(secret_store_put(sdb, key, 0, "openai", v1, &err));
+	assert_false(secret_store_put(sdb, key, 0, "anthropic", "", &err));
+	/* delete */
+	assert_int_equal(secret_store_delete(sdb, 0, "anthropic", &err), 1);
+	assert_int_equal(secret_store_delete(sdb, 0, "anthropic", &err), 0);
+	assert_int_equal(secret_store_get(sdb, key, 0, "anthropic", &out, &err), 0);
+	sodium_memzero(out.data, out.len);
+	buf_free(&out);
+	buf_free(&err);
+	db_free(sdb);
+	(void)state;
+}
+
+/* A lock wait timeout is DB_CONFLICT (retried once outside a transaction,
+ * then reported), and db_writes() counts only changes that took effect. */
+static void test_lock_conflict(void **state)
+{
+	struct db *b = tmariadb_connect(&srv, "agenttest_test");
+	assert_non_null(b);
+	assert_int_equal(db_exec(db, "CREATE TABLE IF NOT EXISTS t_lock (id INT PRIMARY KEY, v INT)", NULL, 0, NULL, 0,
+	                         NULL, NULL, NULL, 0), DB_OK);
+	assert_int_equal(db_exec(db, "INSERT INTO t_lock VALUES (1, 0)", NULL, 0, NULL, 0, NULL, NULL, NULL, 0), DB_OK);
+	assert_int_equal(db_exec(b, "SET SESSION innodb_lock_wait_timeout = 1", NULL, 0, NULL, 0, NULL, NULL, NULL, 0),
+	                 DB_OK);
+	unsigned long wb = db_writes(b), wa = db_writes(db);
+	assert_int_equal(db_begin(db), DB_OK);
+	assert_int_equal(db_exec(db, "UPDATE t_lock SET v = 1 WHERE id = 1", NULL, 0, NULL, 0, NULL, NULL, NULL, 0), DB_OK);
+	assert_int_equal(db_writes(db), wa);   /* not yet: the transaction is open */
+	/* autocommit on b waits for a's row lock, times out, is retried once, times out again */
+	assert_int_equal(db_exec(b, "UPDATE t_lock SET v = 2 WHERE id = 1", NULL, 0, NULL, 0, NULL, NULL, NULL, 0),
+	                 DB_CONFLICT);
+	assert_string_equal(db_strerror(DB_CONFLICT), "conflict");
+	assert_int_equal(db_writes(b), wb);
+	/* inside a transaction it is reported at once and the caller rolls back */
+	assert_int_equal(db_begin(b), DB_OK);
+	assert_int_equal(db_exec(b, "UPDATE t_lock SET v = 3 WHERE id = 1", NULL, 0, NULL, 0, NULL, NULL, NULL, 0),
+	                 DB_CONFLICT);
+	db_rollback(b);
+	assert_int_equal(db_commit(db), DB_OK);
+	assert_int_equal(db_writes(db), wa + 1);
+	struct db_result r = { 0 };
+	assert_int_equal(db_exec(b, "UPDATE t_lock SET v = 4 WHERE id = 1", NULL, 0, NULL, 0, NULL, NULL, &r, 0), DB_OK);
+	assert_int_equal(r.affected, 1);
+	assert_int_equal(db_writes(b), wb + 1);
+	/* a statement that changes nothing is not a write */
+	assert_int_equal(db_exec(b, "UPDATE t_lock SET v = 4 WHERE id = 1", NULL, 0, NULL, 0, NULL, NULL, NULL, 0), DB_OK);
+	assert_int_equal(db_writes(b), wb + 1);
+	db_free(b);
+	(void)state;
+}
+
 static void test_reconnect_after_restart(void **state)
 {
 	struct db_col c[1] = { DB_COL_INT };
 	reconnects = 0;
 	assert_int_equal(db_exec(db, "SELECT 1", NULL, 0, c, 1, NULL, NULL, NULL, DB_IDEMPOTENT), DB_OK);
-	server_stop();
+	tmariadb_halt(&srv);
 	assert_int_equal(db_exec(db, "SELECT 1", NULL, 0, c, 1, NULL, NULL, NULL, DB_IDEMPOTENT), DB_UNAVAILABLE);
 	assert_int_equal(db_ping(db), DB_UNAVAILABLE);
-	assert_true(server_start());
+	assert_true(tmariadb_launch(&srv));
 	struct timespec ts = { 1, 200 * 1000000L }; /* past DB_RETRY_INTERVAL_MS */
 	nanosleep(&ts, NULL);
 	assert_int_equal(db_exec(db, "SELECT 1", NULL, 0, c, 1, NULL, NULL, NULL, DB_IDEMPOTENT), DB_OK);
 	assert_int_equal(c[0].i, 1);
 	assert_int_equal(reconnects, 1);
 	/* an idle connection whose server restarted recovers on the next statement */
-	server_stop();
-	assert_true(server_start());
+	tmariadb_halt(&srv);
+	assert_true(tmariadb_launch(&srv));
 	assert_int_equal(db_exec(db, "SELECT 2", NULL, 0, c, 1, NULL, NULL, NULL, DB_IDEMPOTENT), DB_OK);
 	assert_int_equal(c[0].i, 2);
 	assert_int_equal(reconnects, 2);
 	(void)state;
+}
+
+/*
+ * dsretire against the real schema: a version an agent references
+ * (agents.dataset_id, sql/014) is pinned: delete and retention keep its
+ * datasets row (dsretire_unregister 0, dsretire_hash_pinned 1), while an
+ * unreferenced version of the same window goes; once the agent is gone the
+ * version can go too, and then its bytes are in use by no row.
+ */
+static void test_dsretire_agent_pin(void **state)
+{
+	static const char h1[] = "1111111111111111111111111111111111111111111111111111111111111111";
+	static const char h2[] = "2222222222222222222222222222222222222222222222222222222222222222";
+	struct buf err = BUF_INIT;
+	size_t applied = 0;
+	(void)state;
+	assert_int_equal(db_exec_script(db, "CREATE DATABASE IF NOT EXISTS agenttest_dsretire", 48), DB_OK);
+	struct dburl u = { .host = "localhost", .database = "agenttest_dsretire", .socket = srv.sock };
+	struct db *d = db_new(&u);
+	if (!migrate_run(d, "sql", false, NULL, &applied, &err))
+		fail_msg("%s", buf_cstr(&err));
+	const char *setup_sql[] = {
+		"INSERT INTO users (id, name, role) VALUES (7, 'pin-owner', 'user')",
+		"INSERT INTO datasets (id, version, dataset_hash, path, assets, interval_ms, bars, first_ts, last_ts) "
+		"VALUES (41, 'binance-1m-60d-20260101T0000Z', '1111111111111111111111111111111111111111111111111111111111111111',"
+		" '/x/1', '[\"BTC\"]', 60000, 10, 0, 540000)",
+		"INSERT INTO datasets (id, version, dataset_hash, path, assets, interval_ms, bars, first_ts, last_ts) "
+		"VALUES (42, 'binance-1m-60d-20260102T0000Z', '2222222222222222222222222222222222222222222222222222222222222222',"
+		" '/x/2', '[\"BTC\"]', 60000, 10, 0, 540000)",
+		"INSERT INTO agents (id, owner_id, challenge, goal, dataset_id, dataset_version, dataset_hash) VALUES "
+		"('00000000-0000-4000-8000-000000000001', 7, 'ETH-1H-BINARY', 'g', 41, 'binance-1m-60d-20260101T0000Z',"
+		" '1111111111111111111111111111111111111111111111111111111111111111')",
+	};
+	for (size_t i = 0; i < sizeof setup_sql / sizeof *setup_sql; i++)
+		if (db_exec(d, setup_sql[i], NULL, 0, NULL, 0, NULL, NULL, NULL, 0) != DB_OK)
+			fail_msg("%s: %s", setup_sql[i], db_error(d));
+	/* the agent's version is pinned and kept; the other one is not */
+	assert_int_equal(dsretire_hash_pinned(d, h1), 1);
+	assert_int_equal(dsretire_hash_pinned(d, h2), 0);
+	assert_int_equal(dsretire_unregister(d, 41), 0);
+	assert_int_equal(dsretire_hash_in_use(d, h1), 1);
+	assert_int_equal(dsretire_unregister(d, 42), 1);
+	assert_int_equal(dsretire_hash_in_use(d, h2), 0);
+	/* without the agent, the version can go */
+	assert_int_equal(db_exec(d, "DELETE FROM agents WHERE dataset_id = 41", NULL, 0, NULL, 0, NULL, NULL, NULL, 0),
+			 DB_OK);
+	assert_int_equal(dsretire_hash_pinned(d, h1), 0);
+	assert_int_equal(dsretire_unregister(d, 41), 1);
+	assert_int_equal(dsretire_hash_in_use(d, h1), 0);
+	assert_int_equal(dsretire_unregister(d, 41), 0); /* gone: nothing to delete */
+	db_free(d);
+	buf_free(&err);
 }
 
 int main(void)
@@ -338,6 +424,9 @@ int main(void)
 		cmocka_unit_test(test_exec_types_and_errors),
 		cmocka_unit_test(test_migrations),
 		cmocka_unit_test(test_tokstore),
+		cmocka_unit_test(test_secret_store_db),
+		cmocka_unit_test(test_lock_conflict),
+		cmocka_unit_test(test_dsretire_agent_pin),
 		cmocka_unit_test(test_reconnect_after_restart),
 	};
 	return cmocka_run_group_tests_name("db", tests, setup, teardown);

@@ -113,6 +113,35 @@ static void test_wipe_out_and_gaps(void **s)
 	assert_int_equal(engine_run(&c, g, w2, 0, E, &r), EV_OK);
 }
 
+/* engine_step from a mid-curve start equals engine_run over the same bars, bit for bit
+ * (what paper trading relies on), and its state carries fees and turnover. */
+static void test_step_equals_run(void **state)
+{
+	(void)state;
+	double p[] = { 100, 101.5, 99.25, 102, 102.5, 98, 97.5, 101 };
+	double w[] = { 0.5, -1, 1, 0.25, 0, 1, -0.5, 0 };
+	enum { N = sizeof p / sizeof p[0], S = 2 };
+	struct engine_cfg c = { .fee_bps = 7.5, .max_leverage = 1 };
+	struct engine_report r;
+	double E[N], trade;
+	assert_int_equal(engine_run(&c, p + S, w + S, N - S, E, &r), EV_OK);
+	struct engine_state st;
+	engine_state_init(&st, p[S]);
+	for (size_t t = S + 1; t < N; t++) {
+		double e = engine_step(&c, &st, w[t - 1], p[t], &trade);
+		assert_memory_equal(&e, &E[t - S], sizeof e);
+		assert_true(trade == fabs(w[t - 1] - (t - 1 > S ? w[t - 2] : 0)));
+	}
+	assert_memory_equal(&st.fees, &r.pos.fees_paid, sizeof st.fees);
+	assert_memory_equal(&st.turnover, &r.pos.turnover, sizeof st.turnover);
+	assert_int_equal(st.steps, N - S - 1);
+	/* a wiped account stays at 0 and trades no more */
+	c.max_leverage = 100;
+	engine_state_init(&st, 100);
+	assert_true(engine_step(&c, &st, 50, 97, &trade) == 0.0 && st.wiped);
+	assert_true(engine_step(&c, &st, 1, 98, &trade) == 0.0 && trade == 0.0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -121,6 +150,7 @@ int main(void)
 		cmocka_unit_test(test_leverage_clamp),
 		cmocka_unit_test(test_bad_positions),
 		cmocka_unit_test(test_wipe_out_and_gaps),
+		cmocka_unit_test(test_step_equals_run),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -58,6 +58,9 @@ static void test_run_codes(void **state)
 	listed("dataset_mismatch");
 	listed("cancelled");
 	listed("invalid_config");
+	listed("conflict");   /* prefetch_job.c: a version label registered with another hash */
+	listed("no_api_key");        /* agent_job.c: an LLM driver's owner has no Anthropic key */
+	listed("budget_exhausted");  /* agent_job.c: an LLM budget is used up (the agent pauses) */
 }
 
 /* What the strategy host claims is the user's error, never a trusted-side verdict. */

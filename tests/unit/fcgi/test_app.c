@@ -69,7 +69,7 @@ static const struct fcgi_route routes[] = {
 
 static struct config cfg;
 static struct fcgi_app app;
-static struct metrics *metrics;
+static struct prom *metrics;
 static unsigned char key[SECRET_BYTES];
 static char user_tok[TOKEN_TEXT_LEN + 1];
 
@@ -100,7 +100,7 @@ static void start(const char *shared)
 	if (shared)
 		setenv("MANTIS_AUTH_TOKEN", shared, 1);
 	assert_true(config_load(&cfg, "/dev/null", &err));
-	metrics = metrics_new(NROUTES);
+	metrics = prom_new(NROUTES);
 	assert_non_null(metrics);
 	assert_true(app_init(&app, &cfg, routes, NROUTES, metrics, key, &err));
 	app.lookup = fake_lookup;
@@ -110,7 +110,7 @@ static void start(const char *shared)
 static void stop(void)
 {
 	app_free(&app);
-	metrics_free(metrics);
+	prom_free(metrics);
 	config_free(&cfg);
 }
 
@@ -441,9 +441,9 @@ static void test_metrics_text(void **state)
 	struct resp r;
 	run(&r, "GET", "/health", NULL, NULL);
 	run(&r, "GET", "/nope", NULL, NULL);
-	metrics_worker_restart(metrics);
-	metrics_db_reconnect(metrics);
-	metrics_db_reconnect(metrics);
+	prom_worker_restart(metrics);
+	prom_db_reconnect(metrics);
+	prom_db_reconnect(metrics);
 	run(&r, "GET", "/metrics", NULL, NULL);
 	assert_int_equal(r.status, 200);
 	assert_non_null(strstr(r.head, "Content-Type: text/plain; version=0.0.4"));

@@ -192,6 +192,44 @@ static void test_required_mode(void **state)
 	(void)state;
 }
 
+/* ACCESS_PUBLIC_ADMIN_VIEW (GET /health): always admitted; only an admin or
+ * the loopback rule is recognised, anything else is anonymous. */
+static void test_public_admin_view(void **state)
+{
+	struct auth_config cfg;
+	struct fcgi_identity who;
+	char bearer[128];
+	const enum fcgi_access v = ACCESS_PUBLIC_ADMIN_VIEW;
+	auth_setup(&cfg, key, NULL, true);
+	assert_int_equal(check(&cfg, &(struct reqspec){ .addr = "127.0.0.1" }, v, &who), AUTH_OK);
+	assert_true(who.admin); /* loopback, even with authentication required */
+	assert_int_equal(who.via, AUTH_VIA_LOOPBACK);
+	assert_int_equal(check(&cfg, &(struct reqspec){ .addr = "127.0.0.1", .host = "evil.example" }, v, &who), AUTH_OK);
+	assert_false(who.admin); /* a rebound name is no loopback caller */
+	assert_int_equal(check(&cfg, &(struct reqspec){ .addr = "10.0.0.1" }, v, &who), AUTH_OK);
+	assert_false(who.admin);
+	assert_false(who.authenticated);
+	snprintf(bearer, sizeof bearer, "Bearer %s", admin_tok);
+	assert_int_equal(check(&cfg, &(struct reqspec){ .addr = "10.0.0.1", .authz = bearer }, v, &who), AUTH_OK);
+	assert_true(who.admin);
+	snprintf(bearer, sizeof bearer, "Bearer %s", user_tok);
+	assert_int_equal(check(&cfg, &(struct reqspec){ .addr = "10.0.0.1", .authz = bearer }, v, &who), AUTH_OK);
+	assert_false(who.admin);
+	assert_int_equal(who.via, AUTH_VIA_NONE);
+	assert_int_equal(who.user_id, -1);
+	snprintf(bearer, sizeof bearer, "Bearer %s", revoked_tok);
+	assert_int_equal(check(&cfg, &(struct reqspec){ .addr = "127.0.0.1", .authz = bearer }, v, &who), AUTH_OK);
+	assert_false(who.admin); /* a bad credential is not upgraded by loopback */
+	assert_int_equal(check(&cfg, &(struct reqspec){ .addr = "10.0.0.1", .authz = "Basic x" }, v, &who), AUTH_OK);
+	assert_false(who.admin);
+	snprintf(bearer, sizeof bearer, "Bearer %s", admin_tok);
+	store_down = true;
+	assert_int_equal(check(&cfg, &(struct reqspec){ .addr = "10.0.0.1", .authz = bearer }, v, &who), AUTH_OK);
+	assert_false(who.admin);
+	store_down = false;
+	(void)state;
+}
+
 static void test_shared_token(void **state)
 {
 	struct auth_config cfg;
@@ -345,6 +383,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_auto_mode),
 		cmocka_unit_test(test_required_mode),
+		cmocka_unit_test(test_public_admin_view),
 		cmocka_unit_test(test_shared_token),
 		cmocka_unit_test(test_csrf),
 		cmocka_unit_test(test_parsers),

@@ -23,7 +23,7 @@ static const struct fcgi_route routes[] = {
 
 static struct config cfg;
 static struct fcgi_app app;
-static struct metrics *metrics;
+static struct prom *metrics;
 static unsigned char key[SECRET_BYTES];
 
 /* Token lookups: nothing is known (a logout never needs a valid token). */
@@ -51,7 +51,7 @@ static int setup(void **state)
 	setenv("MANTIS_AUTH_TOKEN", "Session-Test-Token-42", 1);
 	if (!config_load(&cfg, "/dev/null", &err))
 		return 1;
-	metrics = metrics_new(1);
+	metrics = prom_new(1);
 	if (!metrics || !app_init(&app, &cfg, routes, 1, metrics, key, &err))
 		return 1;
 	app.lookup = no_lookup;
@@ -63,7 +63,7 @@ static int teardown(void **state)
 {
 	(void)state;
 	app_free(&app);
-	metrics_free(metrics);
+	prom_free(metrics);
 	config_free(&cfg);
 	return 0;
 }

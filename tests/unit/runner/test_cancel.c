@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "evaluator/backtest.h"
+#include "evaluator/runner/drive/backtest.h"
 #include "evaluator/runner/runner.h"
 
 static const char code[] =

@@ -63,9 +63,14 @@ static void test_cancelled_before_any_request(void **st)
 	assert_int_equal(mk_fetch(&r, s, err, sizeof err), MK_ERR_CANCELLED);
 	assert_true(calls >= 1);
 	assert_int_equal(s[0].n + s[1].n, 0);
+	/* the caller frees the series either way (mk_fetch reserves them up front) */
+	kl_series_free(&s[0]);
+	kl_series_free(&s[1]);
 	r.interval = "7m";
 	assert_int_equal(mk_fetch(&r, s, err, sizeof err), MK_ERR_DATA);
 	assert_non_null(strstr(err, "interval 7m"));
+	kl_series_free(&s[0]);
+	kl_series_free(&s[1]);
 }
 
 int main(void)

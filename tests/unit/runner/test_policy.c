@@ -1,42 +1,20 @@
 /*
- * Unit tests of the runner's pure policy (evaluator/runner/policy.c): run id
- * syntax, verdict-to-code mapping, log tails, finiteness, the byte-for-byte
- * comparison behind POST /runs/{id}/verify, JSON numbers.
+ * Unit tests of the runner's pure policy (evaluator/runner/policy.c):
+ * log tails, finiteness, the byte-for-byte
+ * comparison behind POST /runs/{id}/verify, JSON numbers, the bound on an
+ * untrusted error object's text.
  */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "evaluator/runner/runner.h"
-
-static void test_uuid(void **state)
-{
-	(void)state;
-	assert_true(policy_is_uuid("0f8fad5b-d9cb-469f-a165-70867728950e"));
-	assert_false(policy_is_uuid("0F8FAD5B-d9cb-469f-a165-70867728950e"));
-	assert_false(policy_is_uuid("0f8fad5b-d9cb-469f-a165-70867728950"));
-	assert_false(policy_is_uuid("0f8fad5bxd9cb-469f-a165-70867728950e"));
-	assert_false(policy_is_uuid("0f8fad5b-d9cb-469f-a165-70867728950e'"));
-	assert_false(policy_is_uuid(""));
-	assert_false(policy_is_uuid(NULL));
-}
-
-static void test_verdict_codes(void **state)
-{
-	(void)state;
-	assert_string_equal(policy_code_for_verdict("timeout"), "timeout");
-	assert_string_equal(policy_code_for_verdict("memory_limit"), "memory_limit");
-	assert_string_equal(policy_code_for_verdict("forbidden_syscall"), "forbidden_syscall");
-	assert_string_equal(policy_code_for_verdict("output_limit"), "output_limit");
-	assert_string_equal(policy_code_for_verdict("signal"), "crashed");
-	assert_string_equal(policy_code_for_verdict("nonsense"), "internal");
-	assert_string_equal(policy_code_for_verdict(NULL), "internal");
-}
 
 static void test_tail(void **state)
 {
@@ -137,16 +115,63 @@ static void test_json_double(void **state)
 	buf_free(&b);
 }
 
+/* A string of n copies of ch (caller frees). */
+static char *rep(char ch, size_t n)
+{
+	char *s = malloc(n + 1);
+	memset(s, ch, n);
+	s[n] = '\0';
+	return s;
+}
+
+static void test_cap_untrusted(void **state)
+{
+	(void)state;
+	char *big = rep('x', 60000), *line = rep('t', 300);
+	/* an é straddling the cut of the message */
+	big[RUNNER_UNTRUSTED_FIELD_MAX - 1] = '\xc3';
+	big[RUNNER_UNTRUSTED_FIELD_MAX] = '\xa9';
+	json_object *o = json_object_new_object(), *ex = json_object_new_object(), *tb = json_object_new_array();
+	json_object_object_add(o, "error", json_object_new_string(big));
+	json_object_object_add(o, "code", json_object_new_string("strategy_error"));
+	json_object_object_add(o, "log_tail", json_object_new_string(big));
+	json_object_object_add(ex, "message", json_object_new_string(big));
+	json_object_object_add(ex, "type", json_object_new_string(big));
+	for (int i = 0; i < 40; i++)
+		json_object_array_add(tb, json_object_new_string(i == 39 ? "last" : line));
+	json_object_object_add(ex, "traceback", tb);
+	json_object_object_add(o, "exception", ex);
+	policy_cap_untrusted(o);
+	json_object *v;
+	assert_true(json_object_object_get_ex(o, "error", &v));
+	assert_int_equal(json_object_get_string_len(v), RUNNER_UNTRUSTED_FIELD_MAX - 1); /* before the é */
+	assert_true(json_object_object_get_ex(o, "log_tail", &v));
+	assert_true(json_object_get_string_len(v) <= RUNNER_UNTRUSTED_FIELD_MAX);
+	assert_true(json_object_object_get_ex(o, "code", &v));
+	assert_string_equal(json_object_get_string(v), "strategy_error");
+	assert_true(json_object_object_get_ex(o, "exception", &ex));
+	assert_true(json_object_object_get_ex(ex, "type", &v));
+	assert_int_equal(json_object_get_string_len(v), 128);
+	assert_true(json_object_object_get_ex(ex, "traceback", &tb));
+	size_t n = json_object_array_length(tb);
+	assert_int_equal(n, 4);   /* "last" and three 300-byte lines fit in 1024 with newlines (908), four do not */
+	assert_string_equal(json_object_get_string(json_object_array_get_idx(tb, n - 1)), "last");
+	assert_true(strlen(json_object_to_json_string(o)) < 5 * 1024);
+	json_object_put(o);
+	policy_cap_untrusted(NULL);   /* left alone */
+	free(big);
+	free(line);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_uuid),
-		cmocka_unit_test(test_verdict_codes),
 		cmocka_unit_test(test_tail),
 		cmocka_unit_test(test_finite),
 		cmocka_unit_test(test_compare),
 		cmocka_unit_test(test_metrics_json_roundtrip),
 		cmocka_unit_test(test_json_double),
+		cmocka_unit_test(test_cap_untrusted),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

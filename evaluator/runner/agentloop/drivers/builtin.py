@@ -1,0 +1,10 @@
+"""The built-in research agent (sandbox/host/agenttest_agent): offline,
+deterministic for a seed, no API key."""
+import os
+
+
+def program(agent, workspace, n):
+    """argv of one turn of the built-in agent."""
+    return ["/usr/bin/python3", "-m", "agenttest_agent", "--workspace", os.path.realpath(workspace),
+            "--iteration", str(n), "--challenge", agent["challenge"], "--seed", str(agent.get("seed", 1)),
+            "--min-iterations", str(agent["min_iterations"]), "--agent-id", agent["id"]]

@@ -1,0 +1,282 @@
+"""LLM agent drivers, trusted side: `claude-code` (the real Claude Code CLI
+from npm, run with node in the agent sandbox) and `command` (an operator's
+agent command line with the same contract).
+
+Theory of operation. For one agent turn the trusted side
+  1. starts bin/agenttest-egress outside the box, hands it the owner's key
+     on a pipe (never argv, environment or a file), fresh per-turn ledger
+     files and the budgets: what is left of the agent's and of the owner's
+     day, which the runner's agent kind read from MariaDB (agent_llm.c,
+     sql/015); it listens on <root>/egress/egress.sock;
+  2. writes the CLI's files into the workspace: .claude/settings.local.json
+     (the original's allow-list), a private HOME (.home) and TMPDIR (.tmp);
+  3. runs the CLI in the agent sandbox (--profile=agent: its own network
+     namespace with only loopback) under bin/agenttest-relay, which listens
+     on 127.0.0.1:RELAY_PORT and copies to the proxy's socket, bound
+     read-only at /agenttest/egress; the CLI's environment has
+     ANTHROPIC_BASE_URL at the relay and a dummy key;
+  4. parses the CLI's stream-json output (thoughts, activity lines, the
+     result event), retries once when the CLI failed for another reason
+     than a stop, a timeout or an exhausted budget (both attempts are
+     metered: the proxy counts every request);
+  5. stops the proxy and reads the turn's usage from its ledger: the
+     tokens and cost recorded on the iteration (and charged to the agent
+     and the owner in MariaDB by the runner) are the proxy's own metering
+     of the upstream's usage fields, not what the CLI says.
+"""
+import json
+import os
+import shlex
+import signal
+import subprocess
+import time
+
+from . import sandbox_profile
+
+RELAY_PORT = 8119
+EGRESS_DIR = "/agenttest/egress"
+CLAUDE_DIR = "/agenttest/claude"
+RELAY_BIN = "/agenttest/bin/agenttest-relay"
+MODELS = ("sonnet", "opus", "haiku")
+DUMMY_KEY = "sk-ant-agenttest-dummy-key-the-proxy-replaces"
+ALLOW = ["Bash(*)", "Read(*)", "Write(*)", "Edit(*)", "Glob(*)", "Grep(*)", "WebFetch(*)", "WebSearch(*)",
+         "TodoWrite(*)", "NotebookEdit(*)", "Task(*)"]
+
+# Budget defaults (docs/agents.md) for a caller that gives none; the runner
+# always gives all six: what is left of each in MariaDB (agent_llm.c).
+BUDGET_KEYS = {
+    "tokens": ("AGENTTEST_LLM_AGENT_TOKENS", 20000000), "usd": ("AGENTTEST_LLM_AGENT_USD", 20.0),
+    "requests": ("AGENTTEST_LLM_AGENT_REQUESTS", 5000),
+    "owner_day_tokens": ("AGENTTEST_LLM_OWNER_DAY_TOKENS", 100000000),
+    "owner_day_usd": ("AGENTTEST_LLM_OWNER_DAY_USD", 100.0),
+    "owner_day_requests": ("AGENTTEST_LLM_OWNER_DAY_REQUESTS", 20000),
+}
+
+
+def budgets(agent):
+    """The agent's budgets: its own `budget` entries, else the operator's
+    AGENTTEST_LLM_* values, else the defaults. Raises ValueError on a bad one."""
+    out, own = {}, agent.get("budget") or {}
+    for k, (env, d) in BUDGET_KEYS.items():
+        raw = own.get(k, os.environ.get(env, d))
+        try:
+            v = float(raw) if isinstance(d, float) else int(raw)
+        except (TypeError, ValueError):
+            raise ValueError("budget %s must be a number, got %r" % (k, raw)) from None
+        if v < 0:
+            raise ValueError("budget %s must be >= 0" % k)
+        out[k] = v
+    return out
+
+
+def prompt(n, inbox_nonempty):
+    """The original's turn prompt (spec/mantis.md 6.3 step 9)."""
+    p = ("Read INSTRUCTIONS.md for iteration %d and follow its workflow. Read STATE.md (your memory), "
+         "skim GOAL.md and HISTORY.md. " % n)
+    if inbox_nonempty:
+        p += "INBOX.md has operator messages: read it first and prioritise them. "
+    p += ("Your first file write must be notes.txt; then write iteration_%d.py, evaluate it locally, write "
+          "iteration_%d_analysis.json, update STATE.md and exit. Keep every file operation inside the "
+          "workspace." % (n, n))
+    return p
+
+
+def write_cli_files(ws, model):
+    """The CLI's workspace files: settings with the allow-list, HOME, TMPDIR."""
+    os.makedirs(os.path.join(ws, ".claude"), exist_ok=True)
+    for d in (".home", ".tmp"):
+        os.makedirs(os.path.join(ws, d), exist_ok=True)
+    settings = {"model": model, "permissions": {"allow": ALLOW, "deny": []},
+                "env": {"ANTHROPIC_AUTH_TOKEN": "", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}}
+    p = os.path.join(ws, ".claude", "settings.local.json")
+    if os.path.islink(p):
+        os.unlink(p)
+    with open(p, "w") as f:
+        json.dump(settings, f, indent=2)
+
+
+def cli_env(ws):
+    """The CLI's environment inside the box (on top of the profile's)."""
+    return {"HOME": os.path.join(ws, ".home"), "TMPDIR": os.path.join(ws, ".tmp"),
+            "ANTHROPIC_BASE_URL": "http://127.0.0.1:%d" % RELAY_PORT, "ANTHROPIC_API_KEY": DUMMY_KEY,
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1", "CI": "1"}
+
+
+def program(agent, n, ws, inbox_nonempty):
+    """The box's program: the relay, then the agent CLI."""
+    relay = [RELAY_BIN, "--listen=127.0.0.1:%d" % RELAY_PORT, "--to=%s/egress.sock" % EGRESS_DIR, "--"]
+    if agent.get("driver") == "command":
+        cmd = agent.get("command") or os.environ.get("AGENTTEST_AGENT_COMMAND", "")
+        if not cmd:
+            raise ValueError("driver command needs AGENTTEST_AGENT_COMMAND")
+        argv = [a.replace("{prompt}", prompt(n, inbox_nonempty)).replace("{iteration}", str(n))
+                .replace("{workspace}", ws) for a in shlex.split(cmd)]
+        if not os.path.isabs(argv[0]):
+            raise ValueError("AGENTTEST_AGENT_COMMAND must start with an absolute path")
+        return relay + argv
+    model = agent.get("model") or "sonnet"
+    if model not in MODELS:
+        raise ValueError("model must be one of %s" % ", ".join(MODELS))
+    return relay + ["/usr/bin/node", CLAUDE_DIR + "/cli.js", "-p", prompt(n, inbox_nonempty),
+                    "--output-format", "stream-json", "--verbose", "--model", model,
+                    "--dangerously-skip-permissions"]
+
+
+class Egress:
+    """bin/agenttest-egress for one turn (started, then stopped with close())."""
+
+    def __init__(self, bindir, root, agent, key, limits):
+        self.dir = os.path.join(root, "egress")
+        led = os.path.join(root, "llm")
+        os.makedirs(self.dir, exist_ok=True)
+        os.chmod(self.dir, 0o755)
+        os.makedirs(led, mode=0o700, exist_ok=True)
+        # per-turn cache only: the limits are what is left in MariaDB, so
+        # every ledger starts at zero (a file left by an interrupted turn is
+        # dropped; that turn was never charged)
+        owner_dir = os.path.join(led, "owner")
+        os.makedirs(owner_dir, mode=0o700, exist_ok=True)
+        self.turn = os.path.join(led, "turn.json")
+        agent_ledger = os.path.join(led, "agent.json")
+        stale = [self.turn, agent_ledger] + [os.path.join(owner_dir, f) for f in os.listdir(owner_dir)]
+        for p in stale + [x + ".lock" for x in (self.turn, agent_ledger)]:
+            if os.path.exists(p):
+                os.unlink(p)
+        argv = [os.path.join(bindir, "agenttest-egress"), "--listen=%s/egress.sock" % self.dir,
+                "--agent=%s" % agent["id"], "--owner=%d" % int(agent.get("owner_id", 0)),
+                "--agent-ledger=%s" % agent_ledger, "--owner-dir=%s" % owner_dir,
+                "--turn-usage=%s" % self.turn,
+                "--agent-tokens=%d" % limits["tokens"], "--agent-usd=%.6f" % limits["usd"],
+                "--agent-requests=%d" % limits["requests"],
+                "--owner-day-tokens=%d" % limits["owner_day_tokens"],
+                "--owner-day-usd=%.6f" % limits["owner_day_usd"],
+                "--owner-day-requests=%d" % limits["owner_day_requests"]]
+        if agent.get("upstream"):
+            argv.append("--upstream=%s" % agent["upstream"])
+        r, w = os.pipe()
+        argv.append("--key-fd=%d" % r)
+        self.log = open(os.path.join(root, "egress.log"), "ab")
+        self.p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.log,
+                                  pass_fds=(r,), start_new_session=True)
+        os.close(r)
+        os.write(w, key.encode() + b"\n")
+        os.close(w)
+        line = self.p.stdout.readline()
+        if line.strip() != b"ready":
+            self.close()
+            raise RuntimeError("the egress proxy did not start (see egress.log)")
+
+    def usage(self):
+        """This turn's metered usage (the proxy's turn ledger)."""
+        try:
+            with open(self.turn) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return {"input": 0, "output": 0, "cache_write": 0, "cache_read": 0, "tokens": 0,
+                    "requests": 0, "usd": 0.0, "refused": 0, "exhausted": ""}
+
+    def close(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.p.pid, signal.SIGKILL)
+                self.p.wait()
+        self.p.stdout.close()
+        self.log.close()
+
+
+def parse_stream(raw):
+    """The CLI's stream-json lines: (thoughts, activity, result) where result
+    is the `result` event (final text, usage, total_cost_usd) or None."""
+    thoughts, activity, result = [], [], None
+    for line in raw.decode("utf-8", "replace").splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        if ev.get("type") == "assistant":
+            for b in (ev.get("message") or {}).get("content") or []:
+                if b.get("type") == "text" and b.get("text", "").strip():
+                    thoughts.append(b["text"].strip()[:2000])
+                elif b.get("type") == "tool_use":
+                    activity.append(activity_line(b.get("name", ""), b.get("input") or {}))
+        elif ev.get("type") == "result":
+            result = ev
+    return thoughts, activity, result
+
+
+def activity_line(tool, inp):
+    """The original's activity strings: "running: <cmd>", "writing: <file>"."""
+    if tool == "Bash":
+        return "running: %s" % str(inp.get("command", ""))[:80]
+    if tool in ("Write", "Edit", "NotebookEdit"):
+        return "writing: %s" % os.path.basename(str(inp.get("file_path") or inp.get("notebook_path") or ""))
+    if tool == "Read":
+        return "reading: %s" % os.path.basename(str(inp.get("file_path", "")))
+    return "%s" % tool.lower()
+
+
+def run_llm_turn(agent, n, ws, dev, log_path, should_stop, box, run_turn, bindir, inbox_nonempty):
+    """One LLM agent turn (up to 2 attempts). Returns (status, seconds, info)
+    with status as run_turn's or "budget_exhausted"; info has the metered
+    tokens, the attempts, thoughts, activity and the CLI's result."""
+    key = agent.get("anthropic_key")
+    if not key:
+        raise ValueError("driver %s needs an Anthropic key (POST /api/anthropic-key)" % agent.get("driver"))
+    limits = budgets(agent)
+    write_cli_files(ws, agent.get("model") or "sonnet")
+    for d in (".claude", ".home", ".tmp"):   # the box user's, like the rest of the workspace
+        for top, dirs, files in os.walk(os.path.join(ws, d)):
+            os.lchown(top, box.uid(), box.uid())
+            for x in files:
+                os.lchown(os.path.join(top, x), box.uid(), box.uid())
+    prog = program(agent, n, ws, inbox_nonempty)
+    eg = Egress(bindir, agent["root"], agent, key, limits)
+    info = {"attempts": 0, "thoughts": [], "activity": [], "result": None}
+    total = 0.0
+    status = "error"
+    try:
+        for attempt in (1, 2):
+            info["attempts"] = attempt
+            start = os.path.getsize(log_path) if os.path.exists(log_path) else 0
+            status, secs = run_turn(prog, ws, dev, log_path, should_stop, box, profile="agent",
+                                    extra_env=cli_env(ws), extra_binds=binds(agent["root"], bindir))
+            total += secs
+            with open(log_path, "rb") as f:
+                f.seek(start)
+                th, act, res = parse_stream(f.read())
+            info["thoughts"] += th
+            info["activity"] += act
+            info["result"] = res or info["result"]
+            if eg.usage().get("exhausted"):
+                status = "budget_exhausted"
+            if status != "error" or attempt == 2:
+                break
+            time.sleep(2)
+    finally:
+        eg.close()
+    u = eg.usage()
+    info["tokens"] = {"input": u["input"], "output": u["output"], "cache_write": u["cache_write"],
+                      "cache_read": u["cache_read"], "total": u["tokens"], "requests": u["requests"],
+                      "refused": u["refused"], "cost": round(u["usd"], 9)}
+    if u.get("exhausted"):
+        status = "budget_exhausted"
+        info["exhausted"] = u["exhausted"]
+    return status, total, info
+
+
+def binds(root, bindir):
+    """What the agent profile binds read-only besides the strategy profile's."""
+    repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+    claude = os.environ.get("AGENTTEST_CLAUDE_CODE_DIR") or os.path.join(repo, "node_modules/@anthropic-ai/claude-code")
+    return [(os.path.join(root, "egress"), EGRESS_DIR), (claude, CLAUDE_DIR),
+            (os.path.join(bindir, "agenttest-relay"), RELAY_BIN)]
+
+
+__all__ = ["run_llm_turn", "parse_stream", "budgets", "MODELS", "sandbox_profile"]

@@ -1,0 +1,833 @@
+/*
+ * backtest: orchestration of one run (see backtest.h).
+ *
+ * Theory of operation: one strategy host for the full run, then one fresh
+ * host per audit cut, each driven strictly request/response over protocol.h
+ * frames: READY ← ; LOAD → LOADED ← ; DATA → ; RUN → OUTPUT ← (the full
+ * series; in an audit host one DATA + RUN per check, DATA holding only the
+ * prices that check may see); BYE → ; then sbx_finish for the verdict. A
+ * host that ends badly fails the run like the last one does; the resources
+ * reported are all hosts' together. Every reply is checked
+ * against the request (type, bar count, byte count) before its body is
+ * read. A failure in the middle records the protocol status and the host is
+ * killed; the final error is decided after the verdict is in, because an
+ * EOF means different things when the sandbox reports a timeout, a memory
+ * kill or a forbidden system call. Buffers: the equity and (for positions)
+ * the raw and clamped positions, n doubles each, plus two n-double scratches
+ * (outputs, prices) for the audit; nothing per bar is allocated.
+ */
+#include "evaluator/runner/drive/backtest.h"
+
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "evaluator/canon_json.h"
+#include "evaluator/implied.h"
+
+/* Recomputed vs reported simulate equity, relative (bt_implied). */
+#define BT_IMPLIED_REL 1e-9
+#include "evaluator/runner/drive/protocol.h"
+#include "evaluator/runner/drive/verdict_map.h"
+#include "evaluator/pyrepr.h"
+#include "xalloc.h"
+
+#define BT_DEFAULT_CPU_S 60.0
+
+struct bt_ctx {
+	const struct bt_request *rq;
+	struct bt_result        *res;
+	struct sbx_run           run;
+	int                      started;
+	struct proto_conn        conn;
+	struct buf               meta;
+	enum proto_status        proto_fail; /* PROTO_OK: none */
+	const char              *phase;
+	uint16_t                 fail_type;
+	double                  *raw;        /* the full run's raw output */
+	double                  *scratch;
+	double                  *pscratch;   /* prices of one audit call */
+	double                   t0;         /* bt_run's start (the run's deadline) */
+	unsigned                 hosts;      /* hosts started so far */
+	double                   cpu_prev;   /* CPU seconds of the hosts already ended */
+	uint64_t                 mem_prev;   /* their peak cgroup memory */
+};
+
+static const char *const bt_kind_names[BT_KIND__MAX] = { "auto", "simulate", "positions" };
+
+const char *bt_kind_name(enum bt_kind k)
+{
+	return (unsigned)k < BT_KIND__MAX ? bt_kind_names[k] : "unknown";
+}
+
+int bt_kind_parse(const char *s)
+{
+	for (int i = 0; i < BT_KIND__MAX; i++)
+		if (strcmp(s, bt_kind_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* Record error e with a message unless an error is already recorded. */
+static void __attribute__((format(printf, 3, 4))) bt_fail(struct bt_ctx *c, enum ev_err e, const char *fmt, ...)
+{
+	if (c->res->err != EV_OK)
+		return;
+	c->res->err = e;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->res->detail, sizeof c->res->detail, fmt, ap);
+	va_end(ap);
+}
+
+/* Add key → value to the error's extra fields. */
+static void bt_extra(struct bt_ctx *c, const char *key, json_object *v)
+{
+	if (!c->res->extra)
+		c->res->extra = json_object_new_object();
+	json_object_object_add(c->res->extra, key, v);
+}
+
+/* Record a bar-indexed error (bad output, look-ahead). */
+static void bt_fail_bar(struct bt_ctx *c, enum ev_err e, size_t bar, const char *msg)
+{
+	if (c->res->err != EV_OK)
+		return;
+	bt_fail(c, e, "%s", msg);
+	bt_extra(c, "bar", json_object_new_int64((int64_t)bar));
+}
+
+/* Record a protocol failure (resolved against the verdict at the end). */
+static void bt_proto_fail(struct bt_ctx *c, enum proto_status st, uint16_t type)
+{
+	if (c->res->err != EV_OK || c->proto_fail != PROTO_OK)
+		return;
+	c->proto_fail = st;
+	c->fail_type = type;
+}
+
+/* Parse reply meta text as a JSON object (NULL if it is not one). */
+static json_object *bt_meta_obj(struct bt_ctx *c)
+{
+	if (c->meta.len == 0)
+		return json_object_new_object();
+	json_object *o = NULL;
+	char err[128];
+	if (cj_parse(c->meta.data, c->meta.len, &o, err, sizeof err) < 0 || !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* String member of o, or def (only strings up to max bytes). */
+static const char *bt_str(json_object *o, const char *key, const char *def, size_t max)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string) ||
+	    (size_t)json_object_get_string_len(v) > max)
+		return def;
+	return json_object_get_string(v);
+}
+
+/* Non-negative finite number member of o, or -1. */
+static double bt_num(json_object *o, const char *key)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(o, key, &v) ||
+	    !(json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)))
+		return -1;
+	double d = json_object_get_double(v);
+	return isfinite(d) && d >= 0 ? d : -1;
+}
+
+/* Turn an ERROR frame's meta into the run's error. */
+static void bt_host_error(struct bt_ctx *c)
+{
+	json_object *m = bt_meta_obj(c);
+	if (!m) {
+		bt_proto_fail(c, PROTO_MALFORMED, PROTO_ERROR);
+		return;
+	}
+	const char *code = bt_str(m, "code", "strategy_error", 64);
+	const char *type = bt_str(m, "type", "Exception", 128);
+	const char *msg = bt_str(m, "message", "", 4096);
+	/* the host's word is the user's error: a MemoryError it reports is
+	 * strategy_error; memory_limit comes only from the verdict (ML, the
+	 * cgroup's OOM kill), which the sandbox's RLIMIT_AS leaves to it */
+	enum ev_err e = ev_from_host_code(code);
+	if (e == EV_BAD_OUTPUT)
+		bt_fail(c, e, "%s", msg);
+	else
+		bt_fail(c, e, "%s: %s", type, msg);
+	json_object *ex = json_object_new_object();
+	json_object_object_add(ex, "type", json_object_new_string(type));
+	json_object_object_add(ex, "message", json_object_new_string(msg));
+	json_object *tb = json_object_new_array(), *lines;
+	if (json_object_object_get_ex(m, "traceback", &lines) && json_object_is_type(lines, json_type_array)) {
+		size_t n = json_object_array_length(lines);
+		for (size_t i = n > 40 ? n - 40 : 0; i < n; i++) {
+			json_object *l = json_object_array_get_idx(lines, i);
+			if (json_object_is_type(l, json_type_string) && json_object_get_string_len(l) <= 1024)
+				json_object_array_add(tb, json_object_new_string(json_object_get_string(l)));
+		}
+	}
+	json_object_object_add(ex, "traceback", tb);
+	bt_extra(c, "exception", ex);
+	bt_extra(c, "phase", json_object_new_string(c->phase));
+	json_object_put(m);
+}
+
+/*
+ * Receive the reply to the last request: `want` (body read into body, at
+ * most body_cap bytes) or an ERROR. Returns 0 with *h filled for `want`,
+ * -1 when an error has been recorded.
+ */
+static int bt_reply(struct bt_ctx *c, uint16_t want, struct proto_hdr *h, void *body, uint32_t body_cap)
+{
+	enum proto_status st = proto_recv(&c->conn, h, &c->meta, body, PROTO_MAX_META_IN, body_cap);
+	if (st == PROTO_TOO_BIG && h->type == PROTO_OUTPUT && want == PROTO_OUTPUT) {
+		bt_fail(c, EV_BAD_OUTPUT, "the strategy returned %u values for %u prices",
+			h->body_len / 8, body_cap / 8);
+		return -1;
+	}
+	if (st != PROTO_OK) {
+		bt_proto_fail(c, st, h->type);
+		return -1;
+	}
+	if (h->type == PROTO_ERROR && h->body_len == 0) {
+		bt_host_error(c);
+		return -1;
+	}
+	if (h->type != want) {
+		bt_proto_fail(c, PROTO_MALFORMED, h->type);
+		return -1;
+	}
+	return 0;
+}
+
+/* Send a request; 0 or -1 (failure recorded). */
+static int bt_send(struct bt_ctx *c, uint16_t type, const char *meta, const void *body, size_t body_len)
+{
+	enum proto_status st = proto_send(&c->conn, type, meta, meta ? strlen(meta) : 0, body, body_len);
+	if (st != PROTO_OK) {
+		bt_proto_fail(c, st, type);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Call the strategy on prices[0..bars) (last price replaced by `last` unless
+ * it is NaN) and read its output into out. 0 or -1 (failure recorded).
+ */
+static int bt_call(struct bt_ctx *c, size_t bars, double last, double *out)
+{
+	struct buf m = BUF_INIT;
+	buf_printf(&m, "{\"bars\":%zu,", bars);
+	if (!isnan(last)) {
+		buf_puts(&m, "\"last\":");
+		cj_write_double(&m, last);
+		buf_putc(&m, ',');
+	}
+	buf_puts(&m, "\"params\":");
+	buf_puts(&m, c->rq->params_json ? c->rq->params_json : "{}");
+	buf_putc(&m, '}');
+	int rc = bt_send(c, PROTO_RUN, m.data, NULL, 0);
+	buf_free(&m);
+	if (rc < 0)
+		return -1;
+	struct proto_hdr h;
+	if (bt_reply(c, PROTO_OUTPUT, &h, out, (uint32_t)(bars * 8)) < 0)
+		return -1;
+	if (h.body_len != bars * 8) {
+		bt_fail(c, EV_BAD_OUTPUT, "the strategy returned %u values for %zu prices", h.body_len / 8, bars);
+		return -1;
+	}
+	json_object *mo = bt_meta_obj(c);
+	double hs = mo ? bt_num(mo, "host_s") : -1;
+	json_object_put(mo);
+	if (hs >= 0 && hs < 1e6)
+		c->res->timing.host_s += hs;
+	return 0;
+}
+
+/* Validate a simulate equity curve: finite, > 0, first value exactly 1.0. */
+static int bt_check_equity(struct bt_ctx *c, const double *E, size_t n)
+{
+	char v[PYREPR_MAX], msg[160];
+	for (size_t i = 0; i < n; i++) {
+		if (isfinite(E[i]) && E[i] > 0 && (i > 0 || E[0] == 1.0))
+			continue;
+		pyrepr_double(E[i], v);
+		if (!isfinite(E[i]))
+			snprintf(msg, sizeof msg, "equity[%zu] = %s is not finite", i, v);
+		else if (!(E[i] > 0))
+			snprintf(msg, sizeof msg, "equity[%zu] = %s is not > 0", i, v);
+		else
+			snprintf(msg, sizeof msg, "equity[0] = %s; the curve must start at 1.0", v);
+		bt_fail_bar(c, EV_BAD_OUTPUT, i, msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* The simulate curve must be explained by trading the asset within the
+ * leverage limit (implied.h): any unexplained bar fails the run, and the
+ * equity recomputed from the implied exposures must match the curve to
+ * BT_IMPLIED_REL, so the curve scored (kept bit for bit, for exact reruns
+ * and verification) is the recomputed one up to rounding. */
+static int bt_implied(struct bt_ctx *c, const struct bt_request *rq)
+{
+	struct implied_report rep;
+	char g[PYREPR_MAX], r[PYREPR_MAX], msg[256];
+	double *q = xcalloc(rq->n, sizeof *q);
+	int rc = implied_equity(rq->prices, c->raw, rq->n, rq->engine.max_leverage, NULL, q, &rep);
+	size_t t = 0;
+	while (rc == 0 && t < rq->n && fabs(q[t] / c->raw[t] - 1) <= BT_IMPLIED_REL)
+		t++;
+	free(q);
+	if (rc == 0 && t == rq->n)
+		return 0;
+	if (rc == 0) {
+		snprintf(msg, sizeof msg, "equity at bar %zu is not what trading the asset gives", t);
+		bt_fail_bar(c, EV_BAD_OUTPUT, t, msg);
+		return -1;
+	}
+	pyrepr_double(rep.growth, g);
+	pyrepr_double(rep.ret, r);
+	snprintf(msg, sizeof msg, "equity grows %s at bar %zu while the asset returns %s: more than trading it at "
+		 "max_leverage %g explains (%zu such bars)", g, rep.first_bad, r, rq->engine.max_leverage, rep.unexplained);
+	bt_fail_bar(c, EV_BAD_OUTPUT, rep.first_bad, msg);
+	return -1;
+}
+
+/* First index in [0, n) where a and b differ bitwise, or n. */
+static size_t bt_first_diff(const double *a, const double *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (memcmp(&a[i], &b[i], sizeof a[i]) != 0)
+			return i;
+	return n;
+}
+
+static int bt_start(struct bt_ctx *c);
+static int bt_load(struct bt_ctx *c);
+static void bt_stop(struct bt_ctx *c, int failed, int score);
+static void bt_settle(struct bt_ctx *c, int failed);
+
+/* Replace the host by a fresh one with the strategy loaded: nothing an
+ * earlier call left in a process (module globals, caches, the prices it
+ * was sent) reaches the next call. The ended host's verdict is settled
+ * like the last one's and its CPU and memory are counted. 0 or -1. */
+static int bt_fresh(struct bt_ctx *c)
+{
+	struct bt_result *res = c->res;
+	const char *phase = c->phase;
+	if (c->started) {
+		bt_stop(c, 0, 0);
+		bt_settle(c, 0);
+		c->cpu_prev += res->verdict.cpu_seconds;
+		if (res->verdict.cg_mem_bytes > c->mem_prev)
+			c->mem_prev = res->verdict.cg_mem_bytes;
+		res->verdict.cpu_seconds = 0;
+		res->verdict.cg_mem_bytes = 0;
+	}
+	proto_conn_free(&c->conn);
+	if (res->err != EV_OK || bt_start(c) < 0 || bt_load(c) < 0)
+		return -1;
+	c->phase = phase;
+	return 0;
+}
+
+/* One audit call on prices[0..bars), the last one replaced by `last` unless
+ * it is NaN, sent to the host as its data first (so it holds no other price
+ * from then on). Output into out; 0 or -1 (failure recorded). */
+static int bt_audit_call(struct bt_ctx *c, size_t bars, double last, double *out)
+{
+	char meta[64];
+	memcpy(c->pscratch, c->rq->prices, bars * sizeof *c->pscratch);
+	if (!isnan(last))
+		c->pscratch[bars - 1] = last;
+	snprintf(meta, sizeof meta, "{\"bars\":%zu}", bars);
+	if (bt_send(c, PROTO_DATA, meta, c->pscratch, bars * 8) < 0)
+		return -1;
+	return bt_call(c, bars, NAN, out);
+}
+
+/* Record an audit failure at (cut, bar) from check `what`. */
+static void bt_audit_fail(struct bt_ctx *c, const char *what, size_t cut, size_t bar)
+{
+	struct bt_audit *a = &c->res->audit;
+	a->passed = 0;
+	a->fail_cut = cut;
+	a->first_diff = bar;
+	snprintf(a->check, sizeof a->check, "%s", what);
+	char msg[256];
+	if (strcmp(what, "prefix") == 0)
+		snprintf(msg, sizeof msg, "output at bar %zu changes when the bars from %zu on are removed: "
+			 "the strategy uses future prices", bar, cut);
+	else
+		snprintf(msg, sizeof msg, "the exposure over bar %zu depends on that bar's own price "
+			 "(same-bar look-ahead)", bar);
+	bt_fail_bar(c, EV_LOOKAHEAD, bar, msg);
+	bt_extra(c, "cut", json_object_new_int64((int64_t)cut));
+	bt_extra(c, "check", json_object_new_string(what));
+}
+
+/* The last-bar check (b) at cut (see backtest.h). 0 passed, -1 failed or error. */
+static int bt_audit_last_bar(struct bt_ctx *c, size_t cut)
+{
+	static const double R[4] = { -0.10, -0.01, 0.01, 0.10 };
+	const double *p = c->rq->prices;
+	double base = p[cut - 2], e0 = c->raw[cut - 2];
+	if (!(isfinite(base) && base > 0 && isfinite(e0) && e0 > 0))
+		return 0;
+	double g[4], r[4];
+	for (int j = 0; j < 4; j++) {
+		double last = base * (1 + R[j]);
+		if (bt_audit_call(c, cut, last, c->scratch) < 0)
+			return -1;
+		c->res->audit.runs++;
+		size_t d = bt_first_diff(c->scratch, c->raw, cut - 1);
+		if (d < cut - 1) {
+			bt_audit_fail(c, "prefix", cut - 1, d);
+			return -1;
+		}
+		g[j] = c->scratch[cut - 1] / e0;
+		r[j] = last / base - 1;
+		if (!isfinite(g[j])) {
+			bt_audit_fail(c, "last_bar", cut, cut - 1);
+			return -1;
+		}
+	}
+	double s1 = (g[1] - g[0]) / (r[1] - r[0]);
+	/* the intercept k of g = 1 + w·r + k is what the bar earns whatever the
+	 * asset does: costs only (k <= 0), never a self-granted gain */
+	if (!(g[0] - 1 - s1 * r[0] <= IMPLIED_TOL * 1e3)) {
+		bt_audit_fail(c, "last_bar", cut, cut - 1);
+		return -1;
+	}
+	for (int j = 2; j < 4; j++) {
+		double sj = (g[j] - g[0]) / (r[j] - r[0]);
+		if (!(fabs(sj - s1) <= BT_AUDIT_EXPOSURE_TOL)) {
+			bt_audit_fail(c, "last_bar", cut, cut - 1);
+			return -1;
+		}
+	}
+	/* the full run's own growth over the bar lies on that line: the
+	 * exposure it traded is the one decided without the bar's price */
+	double rr = p[cut - 1] / base - 1, gr = c->raw[cut - 1] / e0;
+	if (isfinite(rr) && !(fabs(gr - (g[0] + s1 * (rr - r[0]))) <= BT_AUDIT_EXPOSURE_TOL * fabs(rr) + 1e-9)) {
+		bt_audit_fail(c, "last_bar", cut, cut - 1);
+		return -1;
+	}
+	return 0;
+}
+
+/* splitmix64 step. */
+static uint64_t bt_mix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* qsort comparator for size_t. */
+static int bt_cmp_size(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+size_t bt_audit_cuts(size_t n, uint64_t seed, size_t cuts[BT_MAX_CUTS])
+{
+	if (n < 2)
+		return 0;
+	size_t cand[BT_MAX_CUTS] = { n / 4, n / 2, 3 * n / 4 };
+	uint64_t s = seed;
+	for (int i = 3; i < BT_MAX_CUTS; i++)
+		cand[i] = 1 + (size_t)(bt_mix(&s) % (n - 1));
+	qsort(cand, BT_MAX_CUTS, sizeof cand[0], bt_cmp_size);
+	size_t k = 0;
+	for (int i = 0; i < BT_MAX_CUTS; i++)
+		if (cand[i] >= 1 && cand[i] < n && (k == 0 || cuts[k - 1] != cand[i]))
+			cuts[k++] = cand[i];
+	return k;
+}
+
+/*
+ * The causality audit over the cut points. Every cut has its own fresh host
+ * that never receives a price at or after the cut, so no audit call can
+ * replay what the full run (or another cut) saw. Within a cut, the
+ * simulate last-bar calls (fake last prices) come first and the prefix
+ * call, the only one with the real last price, last: what a call can
+ * remember is only what an earlier call of its cut was allowed to see, and
+ * never the price it is checked against. One host per cut rather than per
+ * call keeps the audit's cost at 6 host starts (a zygote fork and a LOAD).
+ */
+static void bt_audit(struct bt_ctx *c)
+{
+	struct bt_audit *a = &c->res->audit;
+	double t0 = proto_now();
+	a->performed = 1;
+	a->passed = 1;
+	a->n_cuts = bt_audit_cuts(c->rq->n, c->rq->audit_seed, a->cuts);
+	c->phase = "audit";
+	c->scratch = xcalloc(c->rq->n, sizeof *c->scratch);
+	c->pscratch = xcalloc(c->rq->n, sizeof *c->pscratch);
+	for (size_t i = 0; i < a->n_cuts && c->res->err == EV_OK && c->proto_fail == PROTO_OK; i++) {
+		size_t cut = a->cuts[i];
+		if (bt_fresh(c) < 0)
+			break;
+		if (c->res->kind == BT_KIND_SIMULATE && cut >= 2 && bt_audit_last_bar(c, cut) < 0)
+			break;
+		if (bt_audit_call(c, cut, NAN, c->scratch) < 0)
+			break;
+		a->runs++;
+		size_t d = bt_first_diff(c->scratch, c->raw, cut);
+		if (d < cut) {
+			bt_audit_fail(c, "prefix", cut, d);
+			break;
+		}
+	}
+	if (c->res->err != EV_OK || c->proto_fail != PROTO_OK)
+		a->passed = 0;
+	c->res->timing.audit_s = proto_now() - t0;
+}
+
+/* Start a host and read READY. The first one gets the run's limits; a
+ * later one (the audit's fresh hosts) what the earlier ones left of the
+ * run's CPU and wall budgets, so the audit cannot multiply them. 0 or -1. */
+static int bt_start(struct bt_ctx *c)
+{
+	struct sbx_spec spec = c->rq->sbx;
+	struct sbx_limits *l = &spec.limits;
+	if (l->output_bytes == 0) {
+		/* the full run, every audit call, and room for logs */
+		uint64_t per = (uint64_t)c->rq->n * 8;
+		l->output_bytes = per * (c->rq->audit ? 1 + 5 * BT_MAX_CUTS : 1) + (64u << 20);
+	}
+	double cpu = l->cpu_seconds > 0 ? l->cpu_seconds : BT_DEFAULT_CPU_S;
+	double wall = l->wall_seconds > 0 ? l->wall_seconds : 2 * cpu;
+	double deadline = c->t0 + wall + 5;
+	if (c->hosts > 0) {
+		double now = proto_now();
+		if (c->cpu_prev >= cpu || now >= c->t0 + wall) {
+			bt_fail(c, EV_TIMEOUT, "%s limit exceeded during %s",
+				c->cpu_prev >= cpu ? "CPU time" : "wall time", c->phase);
+			return -1;
+		}
+		l->cpu_seconds = cpu - c->cpu_prev;
+		l->wall_seconds = c->t0 + wall - now;
+	}
+	char err[256];
+	if (sbx_start(&spec, &c->run, err, sizeof err) < 0) {
+		bt_fail(c, EV_INTERNAL, "cannot start the strategy host: %s", err);
+		return -1;
+	}
+	c->started = 1;
+	c->hosts++;
+	if (c->rq->on_host)
+		c->rq->on_host(c->rq->on_host_arg, &c->run);
+	proto_conn_init(&c->conn, c->run.to_host, c->run.from_host, c->run.log_fd, deadline);
+	const char *phase = c->phase;
+	c->phase = "start";
+	struct proto_hdr h;
+	if (bt_reply(c, PROTO_READY, &h, NULL, 0) < 0)
+		return -1;
+	json_object *m = bt_meta_obj(c), *v;
+	int ok = m && json_object_object_get_ex(m, "protocol", &v) && json_object_get_int(v) == PROTO_VERSION;
+	json_object_put(m);
+	if (!ok) {
+		bt_proto_fail(c, PROTO_MALFORMED, PROTO_READY);
+		return -1;
+	}
+	if (c->hosts == 1)
+		c->res->timing.startup_s = proto_now() - c->t0;
+	else
+		c->phase = phase;
+	return 0;
+}
+
+/* LOAD the code and learn its kind. 0 or -1. */
+static int bt_load(struct bt_ctx *c)
+{
+	c->phase = "load";
+	char meta[96];
+	snprintf(meta, sizeof meta, "{\"kind\":\"%s\",\"filename\":\"strategy.py\"}", bt_kind_name(c->rq->kind));
+	if (bt_send(c, PROTO_LOAD, meta, c->rq->code, c->rq->code_len) < 0)
+		return -1;
+	struct proto_hdr h;
+	if (bt_reply(c, PROTO_LOADED, &h, NULL, 0) < 0)
+		return -1;
+	json_object *m = bt_meta_obj(c);
+	int k = m ? bt_kind_parse(bt_str(m, "kind", "", 32)) : -1;
+	double ls = m ? bt_num(m, "load_s") : -1;
+	json_object_put(m);
+	if (k <= BT_KIND_AUTO || (c->rq->kind != BT_KIND_AUTO && (enum bt_kind)k != c->rq->kind)) {
+		bt_proto_fail(c, PROTO_MALFORMED, PROTO_LOADED);
+		return -1;
+	}
+	if (c->hosts > 1 && (enum bt_kind)k != c->res->kind) {
+		bt_proto_fail(c, PROTO_MALFORMED, PROTO_LOADED);
+		return -1;
+	}
+	c->res->kind = (enum bt_kind)k;
+	if (ls >= 0 && ls < 1e6 && c->hosts == 1)
+		c->res->timing.load_s = ls;
+	return 0;
+}
+
+/* The full run: send the prices, get the output, build the equity. */
+static int bt_full(struct bt_ctx *c)
+{
+	const struct bt_request *rq = c->rq;
+	struct bt_result *res = c->res;
+	char meta[64];
+	snprintf(meta, sizeof meta, "{\"bars\":%zu}", rq->n);
+	c->phase = "run";
+	if (bt_send(c, PROTO_DATA, meta, rq->prices, rq->n * 8) < 0)
+		return -1;
+	c->raw = xcalloc(rq->n, sizeof *c->raw);
+	if (bt_call(c, rq->n, NAN, c->raw) < 0)
+		return -1;
+	if (res->kind == BT_KIND_SIMULATE) {
+		res->equity = c->raw; /* shared: freed once, by bt_result_free */
+		return bt_check_equity(c, res->equity, rq->n) < 0 ? -1 : bt_implied(c, rq);
+	}
+	res->equity = xcalloc(rq->n, sizeof *res->equity);
+	res->positions = xcalloc(rq->n, sizeof *res->positions);
+	memcpy(res->positions, c->raw, rq->n * sizeof *c->raw);
+	enum ev_err e = engine_run(&rq->engine, rq->prices, res->positions, rq->n, res->equity, &res->engine);
+	if (e != EV_OK) {
+		char v[PYREPR_MAX], msg[128];
+		pyrepr_double(c->raw[res->engine.bad_index], v);
+		snprintf(msg, sizeof msg, "position[%zu] = %s is not finite", res->engine.bad_index, v);
+		bt_fail_bar(c, e, res->engine.bad_index, msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* Metrics, positions figures, the non-finite check. */
+static void bt_metrics(struct bt_ctx *c)
+{
+	struct bt_result *res = c->res;
+	metrics_compute(res->equity, res->n, c->rq->bars_per_year, &res->metrics);
+	if (res->kind == BT_KIND_POSITIONS)
+		metrics_add_positions(&res->metrics, &res->engine.pos);
+	int bad = metrics_first_non_finite(&res->metrics);
+	if (bad >= 0) {
+		char v[PYREPR_MAX];
+		pyrepr_double(res->metrics.v[bad], v);
+		bt_fail(c, EV_NON_FINITE_METRIC, "metric %s is not finite (%s)", metric_name((enum metric_id)bad), v);
+		bt_extra(c, "metric", json_object_new_string(metric_name((enum metric_id)bad)));
+	}
+}
+
+/* Thread body: metrics, then the caller's on_output hook. Touches only
+ * c->res (the other thread waits for the host's EOF meanwhile). */
+static void *bt_score_thread(void *arg)
+{
+	struct bt_ctx *c = arg;
+	bt_metrics(c);
+	if (c->res->err == EV_OK && c->rq->on_output)
+		c->rq->on_output(c->rq->on_output_arg, c->res);
+	return NULL;
+}
+
+/* After BYE: wait (bounded by the deadline) until the host closes its
+ * stdout, i.e. has exited; anything it still sends is discarded. */
+static void bt_wait_eof(struct bt_ctx *c)
+{
+	char sink[4096];
+	struct proto_conn *pc = &c->conn;
+	for (;;) {
+		ssize_t r = read(pc->rfd, sink, sizeof sink);
+		if (r > 0 || (r < 0 && errno == EINTR))
+			continue;
+		if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+			return;
+		struct pollfd p[2] = { { .fd = pc->rfd, .events = POLLIN }, { .fd = pc->logfd, .events = POLLIN } };
+		double left = pc->deadline - proto_now();
+		if (left <= 0 || poll(p, pc->logfd >= 0 ? 2 : 1, (int)(left * 1000) + 1) < 0)
+			return;
+		if (pc->logfd >= 0 && p[1].revents)
+			proto_drain_log(pc, 0);
+	}
+}
+
+/*
+ * End the current host: BYE after a clean exchange (with `score`, the
+ * metrics are computed on a second thread while this one times the
+ * interpreter's exit), else kill it; then its verdict into res->verdict and
+ * its log tail into res->log_tail.
+ */
+static void bt_stop(struct bt_ctx *c, int failed, int score)
+{
+	struct bt_result *res = c->res;
+	if (!failed && proto_send(&c->conn, PROTO_BYE, NULL, 0, NULL, 0) != PROTO_OK)
+		failed = 1;
+	if (failed) {
+		sbx_kill(&c->run);
+	} else if (score) {
+		double t_bye = proto_now();
+		pthread_t th;
+		int threaded = pthread_create(&th, NULL, bt_score_thread, c) == 0;
+		if (!threaded)
+			bt_score_thread(c);
+		bt_wait_eof(c);
+		res->timing.shutdown_s = proto_now() - t_bye;
+		if (threaded)
+			pthread_join(th, NULL);
+	} else {
+		bt_wait_eof(c);
+	}
+	/* the host's last words (its stderr) before the pipes go */
+	proto_drain_log(&c->conn, failed ? 0.5 : 2.0);
+	if (c->rq->on_host)
+		c->rq->on_host(c->rq->on_host_arg, NULL);
+	if (sbx_finish(&c->run, &res->verdict) < 0)
+		res->verdict.status = SBX_XX;
+	c->started = 0;
+	size_t keep = c->conn.log.len < sizeof res->log_tail - 1 ? c->conn.log.len : sizeof res->log_tail - 1;
+	if (keep)
+		memcpy(res->log_tail, c->conn.log.data + c->conn.log.len - keep, keep);
+	res->log_tail[keep] = '\0';
+}
+
+/* Settle the run's error from the ended host's verdict and the recorded
+ * protocol failure (`failed`: the exchange did not end cleanly). */
+static void bt_settle(struct bt_ctx *c, int failed)
+{
+	struct bt_result *res = c->res;
+	enum ev_err ve = verdict_map_error(&res->verdict);
+	const struct sbx_verdict *v = &res->verdict;
+	if (res->err == EV_OK && c->proto_fail == PROTO_OK && v->status != SBX_OK) {
+		/* complete answers, then a bad end: still a failed run */
+		if (ve == EV_OK)
+			ve = EV_CRASHED;
+		bt_fail(c, ve, "the strategy host ended badly: %s%s%s", sbx_status_code(v->status),
+			v->message[0] ? ": " : "", v->message);
+		return;
+	}
+	if (c->proto_fail == PROTO_OK)
+		return;
+	if (ve != EV_OK && !(failed && v->status == SBX_SG && c->proto_fail != PROTO_EOF)) {
+		if (ve == EV_CRASHED)
+			bt_fail(c, ve, "the strategy host was killed by signal %d during %s", v->exit_signal, c->phase);
+		else if (ve == EV_FORBIDDEN_SYSCALL)
+			bt_fail(c, ve, "forbidden system call %s during %s", v->syscall_name, c->phase);
+		else
+			bt_fail(c, ve, "%s during %s%s%s", ev_strerror(ve), c->phase, v->message[0] ? ": " : "", v->message);
+		return;
+	}
+	switch (c->proto_fail) {
+	case PROTO_TIMEOUT:
+		bt_fail(c, EV_TIMEOUT, "no answer from the strategy host within the wall-clock limit (%s)", c->phase);
+		break;
+	case PROTO_EOF:
+		bt_fail(c, EV_CRASHED, "the strategy host exited (status %s, exit code %d) without answering during %s",
+			sbx_status_code(v->status), v->exit_code, c->phase);
+		break;
+	case PROTO_TOO_BIG:
+		bt_fail(c, EV_OUTPUT_LIMIT, "the strategy host sent a frame (type 0x%02x) larger than allowed", c->fail_type);
+		break;
+	case PROTO_MALFORMED:
+		bt_fail(c, EV_BAD_OUTPUT, "the strategy host broke the protocol (frame type 0x%02x during %s)",
+			c->fail_type, c->phase);
+		break;
+	default:
+		bt_fail(c, EV_INTERNAL, "talking to the strategy host: %s", proto_status_str(c->proto_fail));
+	}
+}
+
+
+/* Stop the last host, collect its verdict, settle the final error; the
+ * resources are those of every host of the run together. */
+static void bt_finish(struct bt_ctx *c)
+{
+	struct bt_result *res = c->res;
+	int failed = res->err != EV_OK || c->proto_fail != PROTO_OK;
+	if (c->started) {
+		bt_stop(c, failed, !failed);
+		bt_settle(c, failed);
+	}
+	res->verdict.cpu_seconds += c->cpu_prev;
+	if (c->mem_prev > res->verdict.cg_mem_bytes)
+		res->verdict.cg_mem_bytes = c->mem_prev;
+	if (c->hosts > 1)
+		res->verdict.wall_seconds = proto_now() - c->t0;
+}
+
+/* Check the request's own fields. 0 or -1. */
+static int bt_validate(struct bt_ctx *c)
+{
+	const struct bt_request *rq = c->rq;
+	char msg[128];
+	if (rq->n < 1 || rq->n > (PROTO_MAX_BODY / 8))
+		bt_fail(c, EV_DATASET, "the price series has %zu bars (1..%u allowed)", rq->n, PROTO_MAX_BODY / 8);
+	else if (rq->code_len > BT_MAX_CODE)
+		bt_fail(c, EV_INVALID_FIELD, "strategy source is %zu bytes (at most %u)", rq->code_len, BT_MAX_CODE);
+	else if ((unsigned)rq->kind >= BT_KIND__MAX)
+		bt_fail(c, EV_INVALID_FIELD, "unknown strategy kind");
+	else if (!(rq->bars_per_year > 0 && isfinite(rq->bars_per_year)))
+		bt_fail(c, EV_DATASET, "the dataset has no usable bar interval");
+	else if (!engine_cfg_valid(&rq->engine, msg, sizeof msg))
+		bt_fail(c, EV_INVALID_FIELD, "%s", msg);
+	return c->res->err == EV_OK ? 0 : -1;
+}
+
+enum ev_err bt_run(const struct bt_request *rq, struct bt_result *res)
+{
+	double t0 = proto_now();
+	memset(res, 0, sizeof *res);
+	res->n = rq->n;
+	struct bt_ctx c = { .rq = rq, .res = res, .phase = "start" };
+	c.t0 = t0;
+	if (bt_validate(&c) == 0 && bt_start(&c) == 0 && bt_load(&c) == 0 && bt_full(&c) == 0 && rq->audit)
+		bt_audit(&c);
+	bt_finish(&c);
+	proto_conn_free(&c.conn);
+	buf_free(&c.meta);
+	if (c.raw != res->equity)
+		free(c.raw);
+	free(c.scratch);
+	free(c.pscratch);
+	res->timing.total_s = proto_now() - t0;
+	return res->err;
+}
+
+void bt_result_free(struct bt_result *res)
+{
+	free(res->equity);
+	free(res->positions);
+	json_object_put(res->extra);
+	res->equity = res->positions = NULL;
+	res->extra = NULL;
+}
+
+json_object *bt_error_json(const struct bt_result *res)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "error", json_object_new_string(res->detail));
+	json_object_object_add(o, "code", json_object_new_string(ev_errcode(res->err)));
+	json_object_object_add(o, "detail", json_object_new_string(res->detail));
+	if (res->extra) {
+		struct json_object_iterator it = json_object_iter_begin(res->extra);
+		struct json_object_iterator end = json_object_iter_end(res->extra);
+		for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it))
+			json_object_object_add(o, json_object_iter_peek_name(&it),
+					       json_object_get(json_object_iter_peek_value(&it)));
+	}
+	return o;
+}

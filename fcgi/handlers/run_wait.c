@@ -1,0 +1,113 @@
+/*
+ * run_wait: bounded waits for a run to finish (see run_wait.h and, for the
+ * registry and the wake-ups, common/jobwait.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "job_status.h"
+#include "fcgi/app.h"
+#include "fcgi/handlers/run_wait.h"
+
+#define RW_BACKSTOP_MS 250       /* re-read at least this often (runners elsewhere) */
+#define RW_DEFAULT_PER_USER 1
+#define RW_MAX_CAP 4096
+
+/* Monotonic milliseconds. */
+static long long rw_now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* A cap from the configuration: a whole number 0..RW_MAX_CAP, else def. */
+static long rw_cap(struct fcgi_ctx *c, const char *key, long def)
+{
+	const char *v = fcgi_config(c, key);
+	char *end = NULL;
+	long n;
+
+	if (v == NULL || v[0] == '\0')
+		return def;
+	n = strtol(v, &end, 10);
+	return end != v && *end == '\0' && n >= 0 && n <= RW_MAX_CAP ? n : def;
+}
+
+/* Register the wait (see run_wait.h). */
+bool run_wait_begin(struct fcgi_ctx *c, double seconds, struct run_wait *w)
+{
+	long workers = fcgi_ctx_app(c)->cfg->workers;
+	long max_total = rw_cap(c, "RUNS_MAX_WAITS", workers / 2);
+	long max_user = rw_cap(c, "RUNS_MAX_WAITS_PER_USER", RW_DEFAULT_PER_USER);
+	long long uid = 0;
+
+	w->jw.fd = -1;
+	w->jw.path[0] = '\0';
+	w->seconds = seconds;
+	if (seconds <= 0)
+		return true;
+	if (!fcgi_user_id(c, &uid))
+		uid = 0;
+	switch (jobwait_enter(&w->jw, fcgi_config(c, "RUNNER_NOTIFY_DIR"), uid, max_total, max_user)) {
+	case JOBWAIT_OK:
+		return true;
+	case JOBWAIT_NONE:
+		w->seconds = 0;
+		return true;
+	case JOBWAIT_BUSY:
+		break;
+	}
+	fcgi_add_header(c, "Retry-After", "1");
+	fcgi_reply_error(c, 429, "rate_limited", "too many requests are waiting (at most %ld in all, %ld per "
+			 "user); retry, or send no wait and poll GET /runs/{id}", max_total, max_user);
+	return false;
+}
+
+/* Read the status (see run_wait.h). */
+bool run_wait_status(struct fcgi_ctx *c, const char *id, char out[16])
+{
+	struct db_col col = { .type = DB_T_TEXT, .buf = out, .cap = 16 };
+	struct db_arg arg = DB_ARG_TEXT(id);
+	out[0] = '\0';
+	enum db_status st = db_exec(fcgi_db(c), "SELECT status FROM runs WHERE id = ?", &arg, 1, &col, 1, NULL,
+				    NULL, NULL, DB_IDEMPOTENT);
+	if (st != DB_OK) {
+		fcgi_reply_db_error(c, st);
+		return false;
+	}
+	return true;
+}
+
+/* Wait (see run_wait.h). */
+int run_wait_for(struct fcgi_ctx *c, struct run_wait *w, const char *id)
+{
+	long long deadline = rw_now_ms() + (long long)(w->seconds * 1000.0);
+	enum job_status s;
+	char status[16];
+	int rc = 0;
+
+	while (w->seconds > 0) {
+		if (!run_wait_status(c, id, status)) {
+			rc = -1;
+			break;
+		}
+		if (!status[0] || (job_status_parse(status, &s) && job_status_final(s))) {
+			rc = 1;
+			break;
+		}
+		long long left = deadline - rw_now_ms();
+		if (left <= 0)
+			break;
+		(void)jobwait_sleep(&w->jw, (int)(left < RW_BACKSTOP_MS ? left : RW_BACKSTOP_MS));
+	}
+	run_wait_end(w);
+	return rc;
+}
+
+/* Unregister (see run_wait.h). */
+void run_wait_end(struct run_wait *w)
+{
+	jobwait_leave(&w->jw);
+}

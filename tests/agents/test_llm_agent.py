@@ -1,0 +1,214 @@
+"""One whole LLM agent iteration end to end (issue 16): the real Claude Code
+CLI (node_modules/@anthropic-ai/claude-code, driver claude-code) in the real
+agent sandbox, reaching the Anthropic stand-in only through the in-box relay
+and the egress proxy, writes iteration_N.py, runs the local evaluation on
+the dev data, writes its analysis; the trusted side scores it. Proves: the
+upstream saw the real key on every request and the box only a dummy one;
+the key is nowhere the agent can read (its environment, /proc, command
+lines, the workspace, the logs it can see); other hosts, ports and paths
+fail from inside; tokens and cost recorded equal the stand-in's usage;
+budget exhaustion stops the turn with the workspace kept and a raised
+budget resumes the same iteration. Needs root, make build and npm ci."""
+import json
+import os
+import sys
+
+import pytest
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path[:0] = [os.path.join(REPO, "evaluator", "runner"), os.path.join(REPO, "sandbox", "host"),
+                os.path.dirname(__file__)]
+
+from agentloop import iteration  # noqa: E402
+from agenttest.data import default_dataset_dir  # noqa: E402
+from egress_helpers import Standin  # noqa: E402
+
+CLI = os.path.join(REPO, "node_modules/@anthropic-ai/claude-code/cli.js")
+pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root"),
+              pytest.mark.skipif(not os.path.exists(CLI), reason="npm ci has not installed the CLI")]
+
+KEY = "sk-ant-api03-E2eRealKey_" + "k" * 48
+CODE = r'''import numpy as np
+from agenttest import Featurizer, Predictor
+
+class TechFeaturizer(Featurizer):
+    warmup = 1000
+    compute_interval = 10
+    def compute(self, view):
+        p = view.prices("ETH")
+        return {"mom": float(np.log(p[-1] / p[-61]))}
+
+class TechPredictor(Predictor):
+    def predict(self, f):
+        up = 1.0 / (1.0 + np.exp(-200.0 * f["mom"]))
+        return np.array([up, 1.0 - up])
+'''
+ANALYSIS = {"feature_report": [{"name": "mom", "description": "60-bar log return"}],
+            "hypothesis": "1h momentum on ETH", "what_changed": "first try", "what_worked": "",
+            "what_failed": "", "done": False}
+PROBE = ("env > probe_env.txt; cat /proc/*/cmdline 2>/dev/null | tr '\\0' ' ' > probe_cmdlines.txt; "
+         "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' >> probe_env.txt; "
+         "(curl -sS -m 3 http://10.0.0.1/ ; curl -sS -m 3 http://127.0.0.1:3306/ ; "
+         "curl -sS -m 3 https://api.anthropic.com/v1/messages ; "
+         "curl -sS -m 3 -X POST http://127.0.0.1:8119/v1/files ; "
+         "curl -sS -m 3 http://127.0.0.1:8119/v1/models) > probe_net.txt 2>&1; ls -la / /agenttest > probe_ls.txt 2>&1")
+
+
+def usage(i, o, cw=0, cr=0):
+    return {"input_tokens": i, "output_tokens": o, "cache_creation_input_tokens": cw, "cache_read_input_tokens": cr}
+
+
+def bash(cmd):
+    return {"type": "tool_use", "name": "Bash", "input": {"command": cmd, "description": "step"}}
+
+
+def script():
+    files = ("cat > notes.txt <<'EOF'\nhypothesis: 1h momentum\nEOF\n"
+             "cat > iteration_{{N}}.py <<'EOF'\n" + CODE + "EOF\n")
+    evaluate = ("python3 -c \"import iteration_{{N}} as m; from agenttest import evaluate; "
+                "r = evaluate('ETH-1H-BINARY', m.TechFeaturizer(), m.TechPredictor(), days_back=60); "
+                "print('LOCAL', r['mean_auc'])\" >> notes.txt 2>&1; tail -2 notes.txt")
+    write = ("cat > iteration_{{N}}_analysis.json <<'EOF'\n" + json.dumps(ANALYSIS) + "\nEOF\n"
+             "echo 'iteration {{N}}: momentum' >> STATE.md")
+    tools = {"tools": True}
+    return {"turns": [
+        {"match": tools, "content": [{"type": "text", "text": "I will write notes and code."}, bash(files)],
+         "usage": usage(2100, 180, 1500, 0)},
+        {"match": tools, "content": [bash(PROBE)], "usage": usage(300, 90, 0, 3600)},
+        {"match": tools, "content": [{"type": "text", "text": "Now the local evaluation."}, bash(evaluate)],
+         "usage": usage(400, 60, 0, 3900)},
+        {"match": tools, "content": [bash(write)], "usage": usage(500, 120, 0, 4300)},
+        {"match": tools, "content": [{"type": "text", "text": "Iteration done."}], "usage": usage(600, 20, 0, 4800)},
+    ], "default": {"content": [{"type": "text", "text": "ok"}], "usage": usage(50, 5)}}
+
+
+def price(u):   # sonnet 4.x list prices per token
+    return (u["input_tokens"] * 3 + u["output_tokens"] * 15 + u["cache_creation_input_tokens"] * 3.75 +
+            u["cache_read_input_tokens"] * 0.3) / 1e6
+
+
+@pytest.fixture
+def setup(tmp_path):
+    made = []
+
+    def make(budget=None, scr=None):
+        s = Standin(str(tmp_path), scr or script())
+        made.append(s)
+        ag = dict(id="llm1", root=str(tmp_path / "agents" / "llm1"), challenge="ETH-1H-BINARY",
+                  goal="find a signal", driver="claude-code", model="sonnet", min_iterations=1,
+                  max_iterations=3, days_back=60, dataset=default_dataset_dir(), anthropic_key=KEY,
+                  owner_id=42, upstream=s.url, budget=budget or {})
+        return s, ag
+    yield make
+    for s in made:
+        s.close()
+
+
+def test_claude_code_iteration_end_to_end(setup, monkeypatch):
+    monkeypatch.setenv("MANTIS_CLAUDE_TIMEOUT", "120")
+    s, ag = setup()
+    st, e = iteration.run_iteration(ag, 1, [], "")
+    assert st == "ok", e
+    ws = os.path.join(ag["root"], "workspace")
+    assert not e["has_error"], e
+    assert e["metrics"]["dev_only"] is True and 0.0 <= e["metrics"]["mean_auc"] <= 1.0
+    assert e["holdout_metrics"] is not None and e["analysis"]["hypothesis"] == "1h momentum on ETH"
+    assert "LOCAL" in open(os.path.join(ws, "notes.txt")).read()
+    reqs = s.requests()
+    assert reqs and all(r["headers"].get("x-api-key") == KEY for r in reqs)
+    assert all("authorization" not in r["headers"] for r in reqs)
+    served = [script()["turns"][r["turn"]]["usage"] if r.get("turn", -1) >= 0 else script()["default"]["usage"]
+              for r in reqs if r["path"].startswith("/v1/messages") and "count_tokens" not in r["path"]]
+    want = {k: sum(u[k] for u in served) for k in served[0]}
+    t = e["tokens"]
+    assert (t["input"], t["output"], t["cache_write"], t["cache_read"]) == (
+        want["input_tokens"], want["output_tokens"], want["cache_creation_input_tokens"], want["cache_read_input_tokens"])
+    assert t["cost"] == pytest.approx(sum(price(u) for u in served), rel=1e-6)
+    assert t["requests"] == len(reqs)
+    assert any(a.startswith("running: cat > notes.txt") for a in e["llm"]["activity"])
+    assert "Now the local evaluation." in e["llm"]["thoughts"] and e["llm"]["attempts"] == 1
+    # the key is nowhere the agent could read
+    for top, _, files in os.walk(ws):
+        for fn in files:
+            with open(os.path.join(top, fn), "rb") as f:
+                assert KEY.encode() not in f.read(), fn
+    with open(os.path.join(ag["root"], "stdout.log"), "rb") as f:
+        assert KEY.encode() not in f.read()
+    env = open(os.path.join(ws, "probe_env.txt")).read()
+    assert "ANTHROPIC_BASE_URL=http://127.0.0.1:8119" in env and "sk-ant-agenttest-dummy" in env
+    assert "api03" not in env + open(os.path.join(ws, "probe_cmdlines.txt")).read()
+    net = open(os.path.join(ws, "probe_net.txt")).read()
+    assert net.count("curl: (7)") + net.count("curl: (6)") >= 3, net   # other hosts, ports: unreachable
+    assert net.count("permission_error") == 2, net                      # other paths: 403 from the proxy
+    ls = open(os.path.join(ws, "probe_ls.txt")).read()
+    assert "egress" in ls and "scoring" not in ls
+
+
+def test_budget_exhaustion_stops_and_a_raise_resumes(setup):
+    turns = [{"match": {"tools": True}, "content": [{"type": "text", "text": "step %d" % i},
+                                                     bash("echo %d >> STATE.md" % i)],
+              "usage": usage(1000, 100)} for i in range(3)]
+    turns.append({"match": {"tools": True}, "content": [bash("cat > iteration_{{N}}.py <<'EOF'\n" + CODE + "EOF\n")],
+                  "usage": usage(1000, 100)})
+    turns.append({"match": {"tools": True}, "content": [{"type": "text", "text": "done"}], "usage": usage(10, 1)})
+    scr = {"turns": turns, "default": {"content": [{"type": "text", "text": "ok"}], "usage": usage(1, 1)}}
+    s, ag = setup(budget={"requests": 2}, scr=scr)
+    st, info = iteration.run_iteration(ag, 1, [], "")
+    assert st == "budget_exhausted" and info["llm"]["tokens"]["requests"] == 2
+    assert "agent requests" in info["llm"]["exhausted"]
+    ws = os.path.join(ag["root"], "workspace")
+    state = open(os.path.join(ws, "STATE.md")).read()
+    assert "0" in state and not os.path.exists(os.path.join(ws, "iteration_1.py"))
+    n_before = len([r for r in s.requests() if r["path"].startswith("/v1/messages")])
+    assert n_before == 2
+    ag["budget"] = {"requests": 100}   # what is left (the runner reads it from MariaDB)
+    metered = {}
+    st, e = iteration.run_iteration(ag, 1, [], "", usage_out=metered)
+    assert st == "ok" and e["code_hash"] and not e["has_error"], e
+    # the ledgers are per turn: this turn's requests only, the same as reported for charging
+    with open(os.path.join(ag["root"], "llm", "agent.json")) as f:
+        assert json.load(f)["requests"] == len(s.requests()) - n_before == metered["tokens"]["requests"]
+
+
+HELPER = os.path.join(REPO, "bin", "agenttest-sandbox")
+PROBES = {
+    # name: (python source, expected verdict status, expected stdout)
+    "fork_exec": ("import subprocess; print(subprocess.run(['/bin/echo', 'child'], capture_output=True).stdout.decode().strip())",
+                  "OK", "child"),
+    "netlink": ("import socket\ntry:\n socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)\nexcept OSError as e: print(e.errno)",
+                "OK", "97"),
+    "other_port": ("import socket\ns = socket.socket()\ntry:\n s.connect(('127.0.0.1', 3306))\nexcept OSError as e: print(e.errno)",
+                   "OK", "111"),
+    "no_route": ("import socket\ns = socket.socket()\ntry:\n s.connect(('1.1.1.1', 443))\nexcept OSError as e: print(e.errno)",
+                 "OK", "101"),
+    "ptrace": ("import ctypes; ctypes.CDLL(None).syscall(101, 16, 1, 0, 0)", "SY", ""),
+    "unshare": ("import ctypes; ctypes.CDLL(None).unshare(0x10000000)", "SY", ""),
+    "mount": ("import ctypes; ctypes.CDLL(None).mount(b'none', b'/tmp', b'tmpfs', 0, None)", "SY", ""),
+    "bpf": ("import ctypes; ctypes.CDLL(None).syscall(321, 0, 0, 0)", "SY", ""),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROBES))
+def test_agent_profile_allows_only_what_it_documents(tmp_path, name):
+    """--profile=agent: processes and loopback sockets work, other families
+    fail, nothing routes out, and ptrace/unshare/mount/bpf stay violations."""
+    src, status, out = PROBES[name]
+    meta = tmp_path / "meta"
+    p = __import__("subprocess").run(
+        [HELPER, "--profile=agent", "--box=%d" % (2900 + sorted(PROBES).index(name)), "--cpu=20", "--wall=40",
+         "--mem=1G", "--procs=64", "--meta=%s" % meta, "--env=PATH=/usr/bin:/bin", "--",
+         "/usr/bin/python3", "-c", src], capture_output=True, text=True, timeout=60)
+    verdict = dict(line.split(":", 1) for line in meta.read_text().splitlines() if ":" in line)
+    assert verdict["status"] == status, (verdict, p.stderr)
+    assert p.stdout.strip() == out, (p.stdout, p.stderr)
+
+
+def test_strategy_profile_still_refuses_processes_and_sockets(tmp_path):
+    src = ("import os, socket\ntry:\n os.fork()\nexcept OSError as e: print(e.errno)\n"
+           "try:\n socket.socket(socket.AF_UNIX)\nexcept OSError as e: print(e.errno)")
+    meta = tmp_path / "meta"
+    p = __import__("subprocess").run(
+        [HELPER, "--box=2950", "--cpu=20", "--wall=40", "--mem=1G", "--meta=%s" % meta,
+         "--env=PATH=/usr/bin:/bin", "--", "/usr/bin/python3", "-c", src], capture_output=True, text=True, timeout=60)
+    assert p.stdout.split() == ["1", "13"], (p.stdout, p.stderr)
+    assert "status:OK" in meta.read_text()

@@ -1,0 +1,540 @@
+/*
+ * test_jobq_db.c: the one job queue (evaluator/runner/jobq.h) against a real,
+ * private MariaDB with every migration applied, on both job tables (runs and
+ * evaluations). The kinds here point at the real tables but do no work
+ * (their execute returns a scripted outcome), so what is tested is the queue
+ * itself: the claim race (two claimers on separate connections, one winner;
+ * N jobs each claimed exactly once), the retry budget (attempts counted up
+ * to max_attempts, then the final failure code), lease expiry and reclaim
+ * (a second runner reaps and claims, the first one's finishing write is
+ * refused and writes nothing; runner_lost on the last attempt), cancel
+ * of a queued job and of a running one, and the fair share between owners
+ * (issue 11 item 7: one owner's backlog does not starve another's job).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <mysql.h>
+
+#include "common/db.h"
+#include "common/job_status.h"
+#include "common/migrate.h"
+#include "evaluator/runner/jobq.h"
+#include "evaluator/runner/runner.h"
+#include "tests/unit/lib/tmariadb.h"
+
+#define DBNAME "agenttest_jobq"
+#define RACE_JOBS 40
+
+static struct tmariadb srv;
+static struct db *db;
+
+/* The scripted outcome every test kind's execute returns. */
+static struct {
+	enum job_status status;
+	const char *code;
+	bool retry;
+} script = { JOB_COMPLETED, NULL, false };
+
+struct tjob {
+	int unused;
+};
+
+static int t_load(struct db *d, const struct jobq_lease *l, void *job, struct buf *err)
+{
+	(void)d, (void)l, (void)job, (void)err;
+	return 1;
+}
+
+static void t_execute(const struct jobq_slot *s, const struct jobq_lease *l, void *job, struct job_outcome *o)
+{
+	(void)s, (void)l, (void)job;
+	if (script.status == JOB_FAILED)
+		job_outcome_fail(o, script.code, "scripted failure");
+	else
+		o->status = script.status;
+	o->retry = script.retry;
+}
+
+static void t_release(void *job)
+{
+	(void)job;
+}
+
+/* Oldest-first kinds (no owner column) on the real tables. */
+static const struct job_kind t_runs = { .name = "run", .table = "runs", .lease_s = 60, .job_size = sizeof(struct tjob),
+					.load = t_load, .execute = t_execute, .release = t_release };
+static const struct job_kind t_evals = { .name = "evaluation", .table = "evaluations", .lease_s = 60,
+					 .job_size = sizeof(struct tjob), .load = t_load, .execute = t_execute,
+					 .release = t_release };
+static const struct job_kind *const kinds[] = { &t_runs, &t_evals };
+/* The same tables with the owner column the real kinds name: fair claims. */
+static const struct job_kind t_fair_runs = { .name = "run", .table = "runs", .lease_s = 60,
+					     .job_size = sizeof(struct tjob), .load = t_load, .execute = t_execute,
+					     .release = t_release, .owner_col = "owner_id" };
+static const struct job_kind t_fair_evals = { .name = "evaluation", .table = "evaluations", .lease_s = 60,
+					      .job_size = sizeof(struct tjob), .load = t_load, .execute = t_execute,
+					      .release = t_release, .owner_col = "owner_id" };
+static const struct job_kind *const fair_kinds[] = { &t_fair_runs, &t_fair_evals };
+
+/* One statement that must succeed. */
+static void ok(struct db *d, const char *sql, const struct db_arg *a, size_t na)
+{
+	if (db_exec(d, sql, a, na, NULL, 0, NULL, NULL, NULL, 0) != DB_OK)
+		fail_msg("%s: %s", sql, db_error(d));
+}
+
+/* One integer of a one-row query. */
+static long long ask_int(const char *sql, const char *id)
+{
+	struct db_col c = DB_COL_INT;
+	struct db_arg a = DB_ARG_TEXT(id ? id : "");
+	if (db_exec(db, sql, &a, id ? 1 : 0, &c, 1, NULL, NULL, NULL, 0) != DB_OK)
+		fail_msg("%s: %s", sql, db_error(db));
+	return c.is_null ? -1 : c.i;
+}
+
+/* The status and error code of job id in table k->table. */
+static void job_state(const struct job_kind *k, const char *id, char status[16], char code[32], long long *attempts)
+{
+	char sql[160];
+	struct db_col c[] = { { .type = DB_T_TEXT, .buf = status, .cap = 16 }, { .type = DB_T_TEXT, .buf = code, .cap = 32 },
+			      DB_COL_INT };
+	struct db_arg a = DB_ARG_TEXT(id);
+	snprintf(sql, sizeof sql, "SELECT status, COALESCE(error_code, ''), attempts FROM %s WHERE id = ?", k->table);
+	status[0] = code[0] = '\0';
+	if (db_exec(db, sql, &a, 1, c, 3, NULL, NULL, NULL, 0) != DB_OK)
+		fail_msg("%s", db_error(db));
+	*attempts = c[2].i;
+}
+
+/* Queue a job of kind k for user `owner` with id "<prefix>-<n>" (36 chars, padded). */
+static void enqueue_for(const struct job_kind *k, int owner, const char *prefix, int n, char id[37])
+{
+	snprintf(id, 37, "%-8.8s-0000-0000-0000-%012d", prefix, n);
+	struct db_arg a[] = { DB_ARG_TEXT(id), DB_ARG_INT(owner) };
+	if (strcmp(k->table, "runs") == 0)
+		ok(db, "INSERT INTO runs (id, owner_id, strategy_version_id, dataset_id, dataset_version, dataset_hash, "
+		       "code_hash, config_hash, params) VALUES (?, ?, 1, 1, 'v1', REPEAT('a', 64), REPEAT('b', 64), "
+		       "REPEAT('c', 64), '{}')", a, 2);
+	else
+		ok(db, "INSERT INTO evaluations (id, owner_id, challenge, dataset_id, dataset_version, dataset_hash, "
+		       "code_hash, code, days_back, holdout_days) VALUES (?, ?, 'ETH-1H-BINARY', 1, 'v1', "
+		       "REPEAT('a', 64), REPEAT('b', 64), 'x', 1, 1)", a, 2);
+}
+
+/* Queue a job of kind k for user 1. */
+static void enqueue(const struct job_kind *k, const char *prefix, int n, char id[37])
+{
+	enqueue_for(k, 1, prefix, n, id);
+}
+
+/* A queue of one kind for lease owner `owner`. */
+static void queue_of(struct jobq *q, const char *owner, const struct job_kind *k)
+{
+	jobq_init(q, owner);
+	assert_true(jobq_add(q, k, NULL));
+}
+
+/* Claim on db d; the claimed id must be want (NULL: nothing claimed). */
+static void claim_expect(struct db *d, const struct jobq *q, struct jobq_job *j, const char *want)
+{
+	struct buf err = BUF_INIT;
+	int got = jobq_claim(d, q, j, &err);
+	if (got < 0)
+		fail_msg("claim: %s", buf_cstr(&err));
+	buf_free(&err);
+	if (want == NULL) {
+		assert_int_equal(got, 0);
+		return;
+	}
+	assert_int_equal(got, 1);
+	assert_string_equal(j->lease.id, want);
+}
+
+/* Execute claimed j on a fresh slot and return how jobq_process ended. */
+static enum jobq_end process(struct db *d, const struct jobq *q, struct jobq_job *j, bool cancel)
+{
+	struct job_outcome o;
+	struct buf err = BUF_INIT;
+	struct jobq_slot s = { .box_id = 1, .ctl = job_ctl_new() };
+	job_outcome_init(&o);
+	if (cancel)
+		job_cancel(s.ctl, false);
+	enum jobq_end e = jobq_process(d, q, j, &s, &o, &err);
+	if (e == JOBQ_DB_ERROR)
+		fail_msg("process: %s", buf_cstr(&err));
+	job_outcome_free(&o);
+	buf_free(&err);
+	job_ctl_free(s.ctl);
+	jobq_job_free(j);
+	return e;
+}
+
+static void clear_tables(void)
+{
+	ok(db, "DELETE FROM runs", NULL, 0);
+	ok(db, "DELETE FROM evaluations", NULL, 0);
+	script.status = JOB_COMPLETED;
+	script.code = NULL;
+	script.retry = false;
+}
+
+/* Server, migrations and the parents of the job rows (their foreign keys);
+ * a failure stops the server (cmocka runs no teardown after it). */
+static int setup(void **state)
+{
+	struct buf err = BUF_INIT;
+	size_t applied = 0;
+	(void)state;
+	if (!tmariadb_start(&srv, DBNAME) || !(db = tmariadb_connect(&srv, DBNAME)) ||
+	    !migrate_run(db, "sql", false, NULL, &applied, &err)) {
+		fprintf(stderr, "jobq test database: %s\n", buf_cstr(&err));
+		buf_free(&err);
+		db_free(db);
+		tmariadb_stop(&srv);
+		return 1;
+	}
+	buf_free(&err);
+	ok(db, "INSERT IGNORE INTO users (id, name) VALUES (1, 'jobq-test'), (2, 'jobq-other')", NULL, 0);
+	ok(db, "INSERT IGNORE INTO datasets (id, version, dataset_hash, path, assets, interval_ms, bars, first_ts, last_ts) "
+	       "VALUES (1, 'v1', REPEAT('a', 64), '/nonexistent', '[\"X\"]', 60000, 10, 0, 540000)", NULL, 0);
+	ok(db, "INSERT IGNORE INTO strategies (id, owner_id, name) VALUES (1, 1, 's')", NULL, 0);
+	ok(db, "INSERT IGNORE INTO strategy_versions (id, strategy_id, code_hash, kind, code, params) "
+	       "VALUES (1, 1, REPEAT('b', 64), 'simulate', 'x', '{}')", NULL, 0);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	db_free(db);
+	tmariadb_stop(&srv);
+	return 0;
+}
+
+/* A claimer thread: its own connection and lease owner; claims and
+ * finishes until the queue is empty, recording what it claimed. */
+struct claimer {
+	const struct job_kind *k;
+	char owner[32];
+	pthread_barrier_t *start;
+	char ids[RACE_JOBS][37];
+	int n;
+	bool failed;
+};
+
+static void *claimer_main(void *arg)
+{
+	struct claimer *c = arg;
+	struct jobq q;
+	struct buf err = BUF_INIT;
+	mysql_thread_init();
+	struct db *d = tmariadb_connect(&srv, DBNAME);
+	queue_of(&q, c->owner, c->k);
+	pthread_barrier_wait(c->start);
+	for (;;) {
+		struct jobq_job j;
+		int got = d ? jobq_claim(d, &q, &j, &err) : -1;
+		if (got <= 0) {
+			c->failed = got < 0;
+			break;
+		}
+		snprintf(c->ids[c->n++], 37, "%s", j.lease.id);
+		struct job_outcome o;
+		job_outcome_init(&o);
+		o.status = JOB_COMPLETED;
+		c->failed = jobq_finish(d, q.owner, &j, &o, &err) != 1;
+		job_outcome_free(&o);
+		jobq_job_free(&j);
+		if (c->failed || c->n == RACE_JOBS)
+			break;
+	}
+	buf_free(&err);
+	db_free(d);
+	mysql_thread_end();
+	return NULL;
+}
+
+/* Two claimers drain N jobs: every job claimed once, by one of them. */
+static void race(const struct job_kind *k, int njobs)
+{
+	pthread_barrier_t start;
+	struct claimer *c = calloc(2, sizeof *c);
+	pthread_t th[2];
+	char id[37];
+	assert_non_null(c);
+	clear_tables();
+	for (int i = 0; i < njobs; i++)
+		enqueue(k, "race", i, id);
+	pthread_barrier_init(&start, NULL, 2);
+	for (int t = 0; t < 2; t++) {
+		c[t].k = k;
+		c[t].start = &start;
+		snprintf(c[t].owner, sizeof c[t].owner, "test:claimer-%d", t);
+		assert_int_equal(pthread_create(&th[t], NULL, claimer_main, &c[t]), 0);
+	}
+	for (int t = 0; t < 2; t++)
+		pthread_join(th[t], NULL);
+	pthread_barrier_destroy(&start);
+	assert_false(c[0].failed || c[1].failed);
+	assert_int_equal(c[0].n + c[1].n, njobs);
+	for (int a = 0; a < 2; a++)
+		for (int i = 0; i < c[a].n; i++)
+			for (int b = 0; b < 2; b++)
+				for (int j = 0; j < c[b].n; j++)
+					if ((a != b || i != j) && strcmp(c[a].ids[i], c[b].ids[j]) == 0)
+						fail_msg("%s claimed twice", c[a].ids[i]);
+	char sql[160];
+	snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM %s WHERE status = 'completed' AND attempts = 1", k->table);
+	assert_int_equal(ask_int(sql, NULL), njobs);
+	free(c);
+}
+
+static void test_claim_race(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		race(kinds[i], 1);           /* one job, two claimers: one winner */
+		race(kinds[i], RACE_JOBS);   /* N jobs: each claimed exactly once */
+		race(fair_kinds[i], RACE_JOBS);   /* the same through the fair-share claim */
+	}
+}
+
+/* A trusted-side failure is retried while attempts remain, then final. */
+static void test_retry_budget(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		const struct job_kind *k = kinds[i];
+		struct jobq q;
+		struct jobq_job j;
+		char id[37], st[16], code[32];
+		long long att;
+		clear_tables();
+		queue_of(&q, "test:retry", k);
+		enqueue(k, "retry", 1, id);
+		char sql[160];
+		snprintf(sql, sizeof sql, "SELECT max_attempts FROM %s WHERE id = ?", k->table);
+		long long max = ask_int(sql, id);
+		assert_true(max >= 2);
+		script.status = JOB_FAILED;
+		script.code = "internal";
+		script.retry = true;
+		for (long long a = 1; a < max; a++) {
+			claim_expect(db, &q, &j, id);
+			assert_int_equal(j.lease.attempt, a);
+			assert_int_equal(process(db, &q, &j, false), JOBQ_REQUEUED);
+			job_state(k, id, st, code, &att);
+			assert_string_equal(st, "queued");
+			assert_int_equal(att, a);
+		}
+		claim_expect(db, &q, &j, id);
+		assert_int_equal(process(db, &q, &j, false), JOBQ_WRITTEN);
+		job_state(k, id, st, code, &att);
+		assert_string_equal(st, "failed");
+		assert_string_equal(code, "internal");
+		assert_int_equal(att, max);
+		claim_expect(db, &q, &j, NULL);
+		/* a strategy's own failure is final at once */
+		enqueue(k, "final", 2, id);
+		script.code = "strategy_error";
+		script.retry = false;
+		claim_expect(db, &q, &j, id);
+		assert_int_equal(process(db, &q, &j, false), JOBQ_WRITTEN);
+		job_state(k, id, st, code, &att);
+		assert_string_equal(st, "failed");
+		assert_string_equal(code, "strategy_error");
+		assert_int_equal(att, 1);
+	}
+}
+
+/* Expire every running lease of k (a stalled or dead runner). */
+static void expire(const struct job_kind *k)
+{
+	char sql[160];
+	snprintf(sql, sizeof sql, "UPDATE %s SET lease_expires_at = NOW(6) - INTERVAL 1 SECOND WHERE status = 'running'",
+		 k->table);
+	ok(db, sql, NULL, 0);
+}
+
+/* An expired lease is re-queued and claimed by another runner; the first
+ * runner's write is refused; the last attempt's expiry is runner_lost. */
+static void test_lease_expiry_and_reclaim(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		const struct job_kind *k = kinds[i];
+		struct jobq qa, qb;
+		struct jobq_job ja, jb;
+		struct buf err = BUF_INIT;
+		char id[37], st[16], code[32];
+		long long att;
+		clear_tables();
+		queue_of(&qa, "test:runner-a", k);
+		queue_of(&qb, "test:runner-b", k);
+		enqueue(k, "lease", 1, id);
+		claim_expect(db, &qa, &ja, id);
+		assert_int_equal(jobq_reap(db, &qb, &err), 0);   /* not expired yet */
+		assert_int_equal(jobq_heartbeat(db, &qa, &err), 0);
+		expire(k);
+		assert_int_equal(jobq_reap(db, &qb, &err), 1);
+		job_state(k, id, st, code, &att);
+		assert_string_equal(st, "queued");
+		claim_expect(db, &qb, &jb, id);
+		assert_int_equal(jb.lease.attempt, 2);
+		/* a's late result: refused, nothing written */
+		script.status = JOB_FAILED;
+		script.code = "strategy_error";
+		assert_int_equal(process(db, &qa, &ja, false), JOBQ_LEASE_LOST);
+		job_state(k, id, st, code, &att);
+		assert_string_equal(st, "running");
+		assert_string_equal(code, "");
+		script.status = JOB_COMPLETED;
+		assert_int_equal(process(db, &qb, &jb, false), JOBQ_WRITTEN);
+		job_state(k, id, st, code, &att);
+		assert_string_equal(st, "completed");
+		assert_int_equal(att, 2);
+		/* the last attempt's lease expires: failed for good */
+		enqueue(k, "lost", 2, id);
+		char sql[160];
+		snprintf(sql, sizeof sql, "UPDATE %s SET max_attempts = 1 WHERE id = ?", k->table);
+		struct db_arg a = DB_ARG_TEXT(id);
+		ok(db, sql, &a, 1);
+		claim_expect(db, &qa, &ja, id);
+		jobq_job_free(&ja);
+		expire(k);
+		assert_int_equal(jobq_reap(db, &qb, &err), 0);   /* none re-queued */
+		job_state(k, id, st, code, &att);
+		assert_string_equal(st, "failed");
+		assert_string_equal(code, "runner_lost");
+		buf_free(&err);
+	}
+}
+
+/* Cancel: a queued job at once; a running one through its runner. */
+static void test_cancel(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		const struct job_kind *k = kinds[i];
+		struct jobq q;
+		struct jobq_job j;
+		struct buf err = BUF_INIT, ids = BUF_INIT;
+		char id[37], st[16], code[32];
+		long long att;
+		uint64_t changed = 0;
+		clear_tables();
+		queue_of(&q, "test:cancel", k);
+		enqueue(k, "cq", 1, id);
+		assert_int_equal(job_request_cancel(db, k->table, id, &changed), DB_OK);
+		assert_int_equal(changed, 1);
+		job_state(k, id, st, code, &att);
+		assert_string_equal(st, "cancelled");
+		assert_string_equal(code, "cancelled");
+		claim_expect(db, &q, &j, NULL);
+		assert_int_equal(job_request_cancel(db, k->table, id, &changed), DB_OK);
+		assert_int_equal(changed, 0);   /* final: nothing changes */
+		/* running: the flag, the runner's poll lists it, the job ends cancelled */
+		enqueue(k, "cr", 2, id);
+		claim_expect(db, &q, &j, id);
+		assert_int_equal(jobq_cancel_requests(db, &q, &ids, &err), 0);
+		assert_int_equal(job_request_cancel(db, k->table, id, &changed), DB_OK);
+		assert_int_equal(changed, 1);
+		job_state(k, id, st, code, &att);
+		assert_string_equal(st, "running");
+		assert_int_equal(jobq_cancel_requests(db, &q, &ids, &err), 1);
+		assert_string_equal(buf_cstr(&ids), id);
+		assert_int_equal(process(db, &q, &j, true), JOBQ_WRITTEN);
+		job_state(k, id, st, code, &att);
+		assert_string_equal(st, "cancelled");
+		assert_string_equal(code, "cancelled");
+		/* a cancel requested on a job whose runner died: the reaper cancels it */
+		enqueue(k, "cd", 3, id);
+		claim_expect(db, &q, &j, id);
+		jobq_job_free(&j);
+		assert_int_equal(job_request_cancel(db, k->table, id, &changed), DB_OK);
+		expire(k);
+		assert_int_equal(jobq_reap(db, &q, &err), 0);
+		job_state(k, id, st, code, &att);
+		assert_string_equal(st, "cancelled");
+		buf_free(&err);
+		buf_free(&ids);
+	}
+}
+
+/*
+ * Fair share between owners: a second owner's one job is claimed next
+ * (oldest-first would serve the first owner's whole backlog before it),
+ * an owner with fewer running jobs goes first, owners with equal shares
+ * take turns, and each owner's jobs stay in their own order.
+ */
+static void test_fair_share(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		const struct job_kind *k = fair_kinds[i];
+		struct jobq q;
+		struct jobq_job j, held;
+		char a[8][37], b[3][37];
+		clear_tables();
+		queue_of(&q, "test:fair", k);
+		/* the backlog of owner 1 first, then owner 2's one job */
+		for (int n = 0; n < 8; n++)
+			enqueue_for(k, 1, "fairA", n, a[n]);
+		enqueue_for(k, 2, "fairB", 0, b[0]);
+		claim_expect(db, &q, &j, a[0]);   /* nobody served yet: the oldest row */
+		assert_int_equal(process(db, &q, &j, false), JOBQ_WRITTEN);
+		claim_expect(db, &q, &j, b[0]);   /* owner 2 was never served: its turn */
+		assert_int_equal(process(db, &q, &j, false), JOBQ_WRITTEN);
+		for (int n = 1; n < 8; n++) {   /* then the backlog, in order */
+			claim_expect(db, &q, &j, a[n]);
+			assert_int_equal(process(db, &q, &j, false), JOBQ_WRITTEN);
+		}
+		claim_expect(db, &q, &j, NULL);
+
+		/* fewest running first, then round-robin by who was served last */
+		clear_tables();
+		for (int n = 0; n < 3; n++)
+			enqueue_for(k, 1, "shareA", n, a[n]);
+		for (int n = 0; n < 3; n++)
+			enqueue_for(k, 2, "shareB", n, b[n]);
+		claim_expect(db, &q, &held, a[0]);   /* owner 1 now has one running */
+		claim_expect(db, &q, &j, b[0]);
+		assert_int_equal(process(db, &q, &j, false), JOBQ_WRITTEN);
+		claim_expect(db, &q, &j, b[1]);      /* owner 1 still holds a slot */
+		assert_int_equal(process(db, &q, &j, false), JOBQ_WRITTEN);
+		assert_int_equal(process(db, &q, &held, false), JOBQ_WRITTEN);
+		claim_expect(db, &q, &j, a[1]);      /* equal shares: owner 1 waited longer */
+		assert_int_equal(process(db, &q, &j, false), JOBQ_WRITTEN);
+		claim_expect(db, &q, &j, b[2]);
+		assert_int_equal(process(db, &q, &j, false), JOBQ_WRITTEN);
+		claim_expect(db, &q, &j, a[2]);
+		assert_int_equal(process(db, &q, &j, false), JOBQ_WRITTEN);
+		claim_expect(db, &q, &j, NULL);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_claim_race),
+		cmocka_unit_test(test_retry_budget),
+		cmocka_unit_test(test_lease_expiry_and_reclaim),
+		cmocka_unit_test(test_cancel),
+		cmocka_unit_test(test_fair_share),
+	};
+	if (mysql_library_init(0, NULL, NULL) != 0)
+		return 1;
+	int rc = cmocka_run_group_tests(tests, setup, teardown);
+	mysql_library_end();
+	return rc;
+}
