@@ -69,20 +69,28 @@ def test_pause_survives_a_deadlock_with_concurrent_work(cstack):
         t = threading.Thread(target=lambda: answer.update(
             r=cstack.request("POST", f"/api/agents/{aid}/pause", token=tok, json_body={}, timeout=120)))
         t.start()
-        # the pool's transaction holds the agent row and waits for the iteration rows
+        # the pool's transaction holds the agent row and waits for the iteration rows. It is found in the
+        # process list, not in INNODB_TRX: MariaDB 10.11 does not always list a waiting transaction there
+        # (seen on two machines: only the holder's row while the pool's DELETE waited). The pause waits
+        # either in its locking read of the agent (whose active-iteration subquery InnoDB may lock too) or
+        # in its DELETE of the queued iteration; a statement still there after 0.5 s is waiting, not running
+        mine = ",".join(x for s in (holder, watcher) for x in s.run("SELECT CONNECTION_ID()"))
+        probe = ("SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND IN ('Query', 'Execute') "
+                 f"AND ID NOT IN ({mine}) AND (INFO LIKE 'DELETE FROM agent_iterations%' "
+                 "OR INFO LIKE 'SELECT id, owner_id, status, paused_at%FOR UPDATE')")
         deadline = time.monotonic() + 120
+        seen, since = None, 0.0
         while time.monotonic() < deadline:
-            # the pool's pause, and only it (the runner's heartbeat may wait on the same rows). The pause
-            # waits either in its locking read of the agent (whose active-iteration subquery InnoDB may
-            # lock too, as on the CI machine) or in its DELETE of the queued iteration
-            waiting = watcher.run("SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' "
-                                  "AND (trx_query LIKE 'DELETE FROM agent_iterations%' "
-                                  "OR trx_query LIKE 'SELECT id, owner_id, status, paused_at%FOR UPDATE')")
-            if waiting == ["1"]:
-                break
+            waiting = watcher.run(probe)
+            if len(waiting) == 1 and waiting == seen:
+                if time.monotonic() - since >= 0.5:
+                    break
+            else:
+                seen, since = waiting, time.monotonic()
             time.sleep(0.05)
         else:
-            raise AssertionError("the pause never waited for the iteration rows\n" + cstack.log_tail(40))
+            raise AssertionError("the pause never waited for the iteration rows\n" + "\n".join(watcher.run(
+                "SELECT ID, COMMAND, STATE, INFO FROM information_schema.PROCESSLIST")) + "\n" + cstack.log_tail(40))
         # now close the cycle: the lighter transaction (the pool's) is the deadlock victim
         holder.send(f"SELECT id FROM agents WHERE id = '{aid}' FOR UPDATE")
         while time.monotonic() < deadline and "db_conflict" not in cstack.log_tail(200):
