@@ -62,7 +62,10 @@ export function qs(obj) {
 /**
  * api(path, opts) -> parsed JSON (or text for non-JSON answers).
  * opts: method, body (serialised as JSON), accept, etag (sends If-None-Match;
- * a 304 resolves to the symbol NOT_MODIFIED), signal, raw (return Response).
+ * a 304 resolves to the symbol NOT_MODIFIED), signal, raw (return Response),
+ * bearer (a token sent as Authorization: Bearer for this one request, which
+ * never becomes the sign-in cookie; its 401 does not open the token prompt),
+ * quiet (a 401 does not open the token prompt either).
  * Throws ApiError on any non-2xx answer or network failure.
  */
 export const NOT_MODIFIED = Symbol('not-modified');
@@ -79,6 +82,7 @@ export async function api(path, opts = {}) {
     body = JSON.stringify(opts.body);
   }
   if (opts.etag) headers['If-None-Match'] = opts.etag;
+  if (opts.bearer) headers.Authorization = `Bearer ${opts.bearer}`;
   let res;
   try {
     res = await fetch(path, { method, headers, body, credentials: 'same-origin', signal: opts.signal, cache: 'no-store' });
@@ -99,7 +103,7 @@ export async function api(path, opts = {}) {
   if (!res.ok) {
     const errBody = data && typeof data === 'object' ? data : { error: res.statusText || `HTTP ${res.status}` };
     const err = new ApiError(res.status, errBody, path);
-    if (res.status === 401) for (const fn of listeners.unauthorized) fn(err);
+    if (res.status === 401 && !opts.bearer && !opts.quiet) for (const fn of listeners.unauthorized) fn(err);
     const ra = res.headers.get('Retry-After');
     if (ra) err.retryAfter = Number(ra);
     throw err;

@@ -216,18 +216,51 @@ function setupSignIn() {
   onUnauthorized(() => openSignIn());
 }
 
-/** tokenFromUrl(): signs in with ?token= from the page URL, then hides it. */
+/**
+ * tokenFromUrl(): a `?token=` link, handled so that it cannot sign a victim
+ * into someone else's account (login CSRF, issue 11 item 13). The token
+ * leaves the address bar at once; the page asks the API whose token it is
+ * (as a one-request Bearer, which never sets the cookie) and, unless that
+ * is already the account signed in, shows which account the link signs in
+ * as and waits for the user to confirm. Confirming while signed in as
+ * another account signs out first (the API never replaces a sign-in
+ * cookie). document.body.dataset.tokenLink tells tests where it stands:
+ * "checking", "asking" (the dialog is open), then "done".
+ */
 async function tokenFromUrl() {
   const u = new URL(location.href);
   const tok = u.searchParams.get('token');
   if (!tok) return;
   u.searchParams.delete('token');
   history.replaceState(null, '', u.pathname + (u.searchParams.toString() ? `?${u.searchParams}` : '') + u.hash);
+  document.body.dataset.tokenLink = 'checking';
   try {
+    let them;
+    try {
+      them = await api('/api/me', { bearer: tok.trim() });
+    } catch (e) {
+      announce(e.status === 401 ? 'The sign-in link\'s token was not accepted.' : `Sign-in link failed: ${e.message}`);
+      return;
+    }
+    let now = null;
+    try { now = await api('/api/me', { quiet: true }); } catch { /* signed out */ }
+    if (now && now.user_id === them.user_id && now.role === them.role) return;
+    const who = `${them.user} (${them.role})`;
+    const text = (now ? `You are signed in as ${now.user} (${now.role}). ` : '') +
+      `This link signs you in as ${who}. Everything you submit afterwards belongs to that account. ` +
+      'Continue only if you made this link yourself or trust whoever sent it.';
+    document.body.dataset.tokenLink = 'asking';
+    if (!await confirmDialog('Sign in from this link?', text, `Sign in as ${them.user}`)) {
+      announce('The sign-in link was not used');
+      return;
+    }
+    if (now && now.auth === 'cookie') await post('/api/logout', {});
     await signIn(tok);
-    announce('Signed in with the token from the link');
+    announce(`Signed in as ${who}`);
   } catch (e) {
     if (e.status !== 401) console.error(e);
+  } finally {
+    document.body.dataset.tokenLink = 'done';
   }
 }
 

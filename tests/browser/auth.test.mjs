@@ -7,7 +7,7 @@
 // token (AGENTTEST_USER_TOKEN); tests/stages/60-browser.sh provides both.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { BASE, launch, open, axe, shot, watch, formatViolations } from './lib.mjs';
+import { BASE, launch, open, axe, shot, watch, formatViolations, confirmTokenLink } from './lib.mjs';
 
 const TOKEN = process.env.AGENTTEST_TOKEN || '';
 const USER_TOKEN = process.env.AGENTTEST_USER_TOKEN || '';
@@ -66,6 +66,17 @@ test('the ?token= link logs in and leaves the address bar clean', { skip: !TOKEN
   const { page, problems } = await freshPage();
   try {
     await page.goto(`${BASE}/?token=${encodeURIComponent(TOKEN)}#/settings`);
+    // nothing is signed in before the user has seen which account the link is for
+    const dlg = page.getByRole('dialog', { name: 'Sign in from this link?' });
+    await dlg.waitFor();
+    assert.equal((await browser.context.cookies(BASE)).filter((c) => c.name === 'mantis_token').length, 0,
+      'no sign-in cookie before the confirmation');
+    assert.equal(new URL(page.url()).search, '', 'the token left the URL before the question');
+    const v = await axe(page);
+    assert.equal(v.length, 0, formatViolations(v));
+    await shot(page, 'token-link-confirm');
+    const text = await confirmTokenLink(page);
+    assert.match(text, /signs you in as .+ \(admin\)/);
     await page.waitForFunction(() => document.body.dataset.ready === '/settings');
     assert.equal(await page.getByTestId('my-role').textContent(), 'admin');
     assert.equal(new URL(page.url()).search, '', 'the token is removed from the URL');
@@ -75,6 +86,43 @@ test('the ?token= link logs in and leaves the address bar clean', { skip: !TOKEN
     await page.waitForFunction(() => document.body.dataset.ready === '/settings');
     assert.equal(await page.getByTestId('my-role').textContent(), 'admin');
     await shot(page, 'settings-admin');
+    assert.deepEqual(problems, []);
+  } finally {
+    await page.close();
+  }
+});
+
+test('a sign-in link for another account asks first, names both accounts, and Cancel keeps the current one (login CSRF)', { skip: (!TOKEN || !USER_TOKEN) && 'needs both tokens' }, async () => {
+  const { page, problems } = await freshPage();
+  try {
+    await open(page, '#/settings', `?token=${encodeURIComponent(TOKEN)}`);
+    assert.equal(await page.getByTestId('my-role').textContent(), 'admin');
+    const cookie = (await browser.context.cookies(BASE)).find((c) => c.name === 'mantis_token').value;
+    // an attacker's link carrying a user-role token
+    await page.goto(`${BASE}/?token=${encodeURIComponent(USER_TOKEN)}#/settings`);
+    const dlg = page.getByRole('dialog', { name: 'Sign in from this link?' });
+    await dlg.waitFor();
+    const text = await dlg.locator('#confirm-text').textContent();
+    assert.match(text, /You are signed in as .+ \(admin\)\. This link signs you in as .+ \(user\)/);
+    await dlg.getByRole('button', { name: 'Cancel' }).click();
+    await page.waitForFunction(() => document.body.dataset.tokenLink === 'done' && document.body.dataset.ready === '/settings');
+    assert.equal(await page.getByTestId('my-role').textContent(), 'admin', 'still the admin after Cancel');
+    assert.equal((await browser.context.cookies(BASE)).find((c) => c.name === 'mantis_token').value, cookie,
+      'the sign-in cookie is unchanged');
+    // the same link again, confirmed this time: now the user-role account
+    await page.goto(`${BASE}/?token=${encodeURIComponent(USER_TOKEN)}#/settings`);
+    assert.match(await confirmTokenLink(page), /\(user\)/);
+    await page.waitForFunction(() => document.body.dataset.ready === '/settings');
+    assert.equal(await page.getByTestId('my-role').textContent(), 'user');
+    // a link for the account already signed in does not ask
+    await page.goto(`${BASE}/?token=${encodeURIComponent(USER_TOKEN)}#/settings`);
+    assert.equal(await confirmTokenLink(page), null);
+    // a link with a token the server does not know signs nobody in and says so
+    await page.goto(`${BASE}/?token=not-a-real-token-${Date.now()}#/settings`);
+    await page.waitForFunction(() => document.body.dataset.tokenLink === 'done');
+    await page.waitForFunction(() => /not accepted/.test(document.getElementById('announce').textContent));
+    await page.waitForFunction(() => document.body.dataset.ready === '/settings');
+    assert.equal(await page.getByTestId('my-role').textContent(), 'user');
     assert.deepEqual(problems, []);
   } finally {
     await page.close();

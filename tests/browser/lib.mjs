@@ -84,8 +84,10 @@ export function url(route = '#/', query = '') {
 }
 
 /**
- * open(page, route): navigates to a dashboard route and waits until the
- * router has finished drawing it (body[data-ready] set for that path).
+ * open(page, route, query): navigates to a dashboard route and waits until
+ * the router has finished drawing it (body[data-ready] set for that path).
+ * A `?token=` query is a sign-in link: the page asks before it signs in as
+ * another account, and open() confirms, as the user who made the link does.
  */
 export async function open(page, route = '#/', query = '') {
   const target = route.replace(/^#/, '').split('?')[0].replace(/\/+$/, '') || '/';
@@ -99,8 +101,24 @@ export async function open(page, route = '#/', query = '') {
     }, route);
   } else {
     await page.goto(url(route, query), { waitUntil: 'domcontentloaded' });
+    if (/[?&]token=/.test(query)) await confirmTokenLink(page);
   }
   await page.waitForFunction((t) => document.body.dataset.ready === t, target, { timeout: 15000 });
+}
+
+/**
+ * confirmTokenLink(page) -> the dialog's text, or null when the page did
+ * not ask (the link's account was already signed in): waits for the
+ * sign-in link's check and accepts its confirmation dialog.
+ */
+export async function confirmTokenLink(page) {
+  await page.waitForFunction(() => ['asking', 'done'].includes(document.body.dataset.tokenLink), null, { timeout: 15000 });
+  if (await page.evaluate(() => document.body.dataset.tokenLink) !== 'asking') return null;
+  const dlg = page.getByRole('dialog', { name: 'Sign in from this link?' });
+  const text = await dlg.locator('#confirm-text').textContent();
+  await dlg.getByRole('button', { name: /^Sign in as / }).click();
+  await page.waitForFunction(() => document.body.dataset.tokenLink === 'done', null, { timeout: 15000 });
+  return text;
 }
 
 let axeSource = null;
