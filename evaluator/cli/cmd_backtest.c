@@ -37,6 +37,7 @@
 #include "evaluator/hashes.h"
 #include "evaluator/runner/drive/protocol.h"
 #include "evaluator/pyrepr.h"
+#include "sandbox/box_lease.h"
 #include "xalloc.h"
 
 int cmd_backtest(int argc, char **argv);
@@ -304,6 +305,7 @@ static int bt_print_error(const struct bt_result *res)
 
 struct bt_run_ctx {
 	struct bt_opts   o;
+	struct sbx_box_lease box;   /* leased for a confined run */
 	struct dataset  *ds;
 	char            *code;
 	size_t           code_len;
@@ -497,6 +499,9 @@ static int bt_execute(struct bt_run_ctx *x, double t0)
 	if (rc != 0)
 		return rc;
 	bt_uuid4(x->run_id);
+	char berr[256];
+	if (!x->o.trusted && sbx_box_acquire(&x->box, berr, sizeof berr) != 0)
+		return cli_error(CLI_INTERNAL, "internal", "%s", berr);
 	long ai = x->o.asset ? ds_asset_index(x->ds, x->o.asset) : 0;
 	struct bt_request rq = {
 		.code = x->code, .code_len = x->code_len, .kind = x->o.kind,
@@ -504,10 +509,10 @@ static int bt_execute(struct bt_run_ctx *x, double t0)
 		.params_json = buf_cstr(&x->params_canon), .bars_per_year = ds_bars_per_year(x->ds),
 		.engine = { .fee_bps = x->o.fee_bps, .max_leverage = x->o.max_leverage },
 		.audit = x->o.audit,
-		/* a box of its own per CLI process (the runner uses the low
-		 * numbers for its slots): separate uid and cgroup per run */
+		/* a box number leased on this machine (sandbox/box_lease.h):
+		 * a uid and cgroup no concurrent run shares */
 		.sbx = { .mode = x->o.trusted ? SBX_TRUSTED : SBX_CONFINED,
-			 .box_id = 5000u + (uint32_t)getpid() % 5000u,
+			 .box_id = x->box.box_id,
 			 .limits = { .cpu_seconds = x->o.cpu_seconds,
 				     .memory_bytes = (uint64_t)(x->o.memory_mb * 1048576.0) } },
 	};
@@ -537,7 +542,7 @@ static int bt_execute(struct bt_run_ctx *x, double t0)
 int cmd_backtest(int argc, char **argv)
 {
 	double t0 = proto_now();
-	struct bt_run_ctx x = { .params_canon = BUF_INIT };
+	struct bt_run_ctx x = { .params_canon = BUF_INIT, .box = SBX_BOX_LEASE_INIT };
 	int rc = bt_parse(argc, argv, &x.o);
 	if (rc != 0)
 		return rc < 0 ? CLI_OK : rc;
@@ -545,6 +550,7 @@ int cmd_backtest(int argc, char **argv)
 		return cli_error(CLI_INTERNAL, "internal", "libsodium initialisation failed");
 	signal(SIGPIPE, SIG_IGN);
 	rc = bt_execute(&x, t0);
+	sbx_box_release(&x.box);
 	ds_close(x.ds);
 	free(x.code);
 	json_object_put(x.params);

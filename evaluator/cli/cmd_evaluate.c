@@ -30,6 +30,7 @@
 #include "evaluator/cli/commands.h"
 #include "evaluator/dataset.h"
 #include "evaluator/runner/drive/stream.h"
+#include "sandbox/box_lease.h"
 #include "xalloc.h"
 
 int cmd_evaluate(int argc, char **argv);
@@ -141,11 +142,16 @@ int cmd_evaluate(int argc, char **argv)
 	size_t code_len = 0;
 	struct dataset *ds = NULL;
 	json_object *out = NULL;
+	struct sbx_box_lease box = SBX_BOX_LEASE_INIT;
 	int rc = ev_parse(argc, argv, &o);
 	if (rc != 0)
 		return rc < 0 ? CLI_OK : rc;
 	if (cli_read_strategy(o.strategy, STREAM_MAX_CODE, &code, &code_len) != 0) {
 		rc = CLI_FAILED;
+		goto out;
+	}
+	if (!o.trusted && sbx_box_acquire(&box, msg, sizeof msg) != 0) {
+		rc = cli_error(CLI_INTERNAL, "internal", "%s", msg);
 		goto out;
 	}
 	enum ds_err de;
@@ -157,10 +163,9 @@ int cmd_evaluate(int argc, char **argv)
 	struct stream_eval_opts eo = {
 		.challenge = o.challenge, .mode = (enum ch_mode)o.mode, .days_back = o.days_back,
 		.holdout_days = o.holdout_days, .dev_only = o.dev_only, .split = o.split, .code = code, .code_len = code_len,
-		/* a box of its own per CLI process, as backtest: concurrent
+		/* a box number leased on this machine, as backtest: concurrent
 		 * evaluations (agent scoring) must not share a uid and cgroup */
-		.sbx = { .mode = o.trusted ? SBX_TRUSTED : SBX_CONFINED,
-			 .box_id = 5000u + (uint32_t)getpid() % 5000u },
+		.sbx = { .mode = o.trusted ? SBX_TRUSTED : SBX_CONFINED, .box_id = box.box_id },
 	};
 	eo.sbx.limits.cpu_seconds = o.cpu_seconds;
 	eo.sbx.limits.memory_bytes = (uint64_t)(o.memory_mb * 1048576.0);
@@ -174,6 +179,7 @@ int cmd_evaluate(int argc, char **argv)
 		rc = CLI_OK;
 	}
 out:
+	sbx_box_release(&box);
 	json_object_put(out);
 	if (ds)
 		ds_close(ds);

@@ -16,7 +16,8 @@
  *        read the request (deadline 2 s after accept, sizes checked first)
  *        → a request that waited more than CHECK_WAIT_MS is answered BUSY
  *        → one confined strategy host, limits 2 s CPU, 3 s wall, 256 MiB,
- *          1 MiB output (its answer lists every top-level name), box id CHECK_BOX_BASE + worker: READY, CHECK
+ *          1 MiB output (its answer lists every top-level name), in the worker's own box (a
+ *          machine-wide lease, sandbox/box_lease.h): READY, CHECK
  *          (0x05, the source), CHECKED (0x85), BYE
  *        → the host's answer is hostile input: parsed strictly, only known
  *          fields copied, strings cut, into the answer JSON.
@@ -54,6 +55,7 @@
 #include "evaluator/runner/drive/protocol.h"
 #include "evaluator/runner/drive/verdict_map.h"
 #include "evaluator/runner/check_service.h"
+#include "sandbox/box_lease.h"
 #include "sandbox/sandbox.h"
 
 #define CHECK_WORKERS_MAX   8
@@ -63,7 +65,6 @@
 #define CHECK_WAIT_MS       1500   /* longer in the queue: answered BUSY */
 #define CHECK_WRITE_MS      1000
 #define CHECK_RETRY_MS      100    /* acceptor: try to take the socket again (one flock) */
-#define CHECK_BOX_BASE      9000u
 #define CHECK_CPU_S         2.0
 #define CHECK_WALL_S        3.0
 #define CHECK_MEM_BYTES     (256u << 20)
@@ -83,6 +84,7 @@ struct check_worker {
 	struct check_service *svc;
 	pthread_t             thread;
 	unsigned              index;
+	struct sbx_box_lease  box;   /* this worker's box number, held while it lives */
 };
 
 struct check_service {
@@ -358,7 +360,7 @@ static void serve(struct check_worker *w, struct pending p)
 		log_msg(LOG_LVL_WARNING, "check_busy", "request waited %lld ms", t0 - p.accepted_ms);
 		goto out;
 	}
-	enum check_status st = run_check(CHECK_BOX_BASE + w->index, code, len, &answer, err, sizeof err);
+	enum check_status st = run_check(w->box.box_id, code, len, &answer, err, sizeof err);
 	if (st == CHECK_ST_ANSWER) {
 		send_answer(p.fd, st, json_object_to_json_string_ext(answer, JSON_C_TO_STRING_PLAIN));
 	} else {
@@ -568,9 +570,16 @@ struct check_service *check_service_start(const struct config *cfg, unsigned run
 	pthread_cond_init(&s->cv, NULL);
 	unsigned n = concurrency(cfg), zygotes = grow_zygote_pool(run_slots, n);
 	for (unsigned i = 0; i < n; i++) {
-		s->workers[i] = (struct check_worker){ .svc = s, .index = i };
-		if (pthread_create(&s->workers[i].thread, NULL, worker_main, &s->workers[i]) != 0)
+		s->workers[i] = (struct check_worker){ .svc = s, .index = i, .box = SBX_BOX_LEASE_INIT };
+		char berr[256];
+		if (sbx_box_acquire(&s->workers[i].box, berr, sizeof berr) != 0) {
+			log_msg(LOG_LVL_ERROR, "check_service_failed", "worker %u: %s", i, berr);
 			break;
+		}
+		if (pthread_create(&s->workers[i].thread, NULL, worker_main, &s->workers[i]) != 0) {
+			sbx_box_release(&s->workers[i].box);
+			break;
+		}
 		s->nworkers++;
 	}
 	if (s->nworkers == 0 || pthread_create(&s->acceptor, NULL, acceptor_main, s) != 0) {
@@ -579,8 +588,10 @@ struct check_service *check_service_start(const struct config *cfg, unsigned run
 		s->stopping = true;
 		pthread_cond_broadcast(&s->cv);
 		pthread_mutex_unlock(&s->mu);
-		for (unsigned i = 0; i < s->nworkers; i++)
+		for (unsigned i = 0; i < s->nworkers; i++) {
 			pthread_join(s->workers[i].thread, NULL);
+			sbx_box_release(&s->workers[i].box);
+		}
 		pthread_mutex_destroy(&s->mu);
 		pthread_cond_destroy(&s->cv);
 		goto fail;
@@ -623,8 +634,10 @@ void check_service_stop(struct check_service *s)
 	s->stopping = true;
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
-	for (unsigned i = 0; i < s->nworkers; i++)
+	for (unsigned i = 0; i < s->nworkers; i++) {
 		pthread_join(s->workers[i].thread, NULL);
+		sbx_box_release(&s->workers[i].box);
+	}
 	for (unsigned i = 0; i < s->qlen; i++)
 		close(s->queue[(s->qhead + i) % CHECK_QUEUE_MAX].fd);
 	pthread_mutex_destroy(&s->mu);

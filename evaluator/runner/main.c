@@ -51,6 +51,7 @@
 #include "log.h"
 #include "xalloc.h"
 #include "evaluator/runner/runner.h"
+#include "sandbox/box_lease.h"
 #include "sandbox/sandbox.h"
 #include "evaluator/runner/jobq.h"
 #include "evaluator/runner/jobs.h"
@@ -61,6 +62,7 @@
 struct slot {
 	pthread_t       thread;
 	unsigned        index;
+	struct sbx_box_lease box;    /* the slot's box number, leased for the runner's life */
 	struct job_ctl *ctl;
 	char            job_id[37];  /* current job, "" when idle (under mu) */
 	bool            busy;
@@ -208,7 +210,7 @@ static void slot_run(struct slot *s, struct db *c, struct jobq_job *j)
 	snprintf(s->job_id, sizeof s->job_id, "%s", id);
 	pthread_mutex_unlock(&R.mu);
 
-	struct jobq_slot slot = { .box_id = s->index + 1, .ctl = s->ctl, .write_failed = log_write_retry };
+	struct jobq_slot slot = { .box_id = s->box.box_id, .ctl = s->ctl, .write_failed = log_write_retry };
 	switch (jobq_process(c, &R.q, j, &slot, &o, &err)) {
 	case JOBQ_HANDED_BACK:
 		log_run(LOG_LVL_INFO, "handed_back", id, NULL);
@@ -542,9 +544,20 @@ int main(int argc, char **argv)
 	R.nslots = (unsigned)nslots;
 	for (unsigned i = 0; i < R.nslots; i++) {
 		R.slots[i].index = i;
+		R.slots[i].box = (struct sbx_box_lease)SBX_BOX_LEASE_INIT;
+		/* a box number no other process on this machine uses meanwhile (another
+		 * runner, the check service, a CLI run, an agent turn) */
+		char berr[256];
+		if (sbx_box_acquire(&R.slots[i].box, berr, sizeof berr) != 0) {
+			log_msg(LOG_LVL_ERROR, "box_lease_failed", "slot %u: %s", i, berr);
+			R.nslots = i;
+			break;
+		}
 		R.slots[i].ctl = job_ctl_new();
 		if (pthread_create(&R.slots[i].thread, NULL, slot_main, &R.slots[i]) != 0) {
 			log_msg(LOG_LVL_ERROR, "thread_failed", "cannot start slot %u", i);
+			job_ctl_free(R.slots[i].ctl);
+			sbx_box_release(&R.slots[i].box);
 			R.nslots = i;
 			break;
 		}
@@ -567,6 +580,7 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < R.nslots; i++) {
 		pthread_join(R.slots[i].thread, NULL);
 		job_ctl_free(R.slots[i].ctl);
+		sbx_box_release(&R.slots[i].box);
 	}
 	check_service_stop(check);
 	log_msg(LOG_LVL_INFO, "runner_stopped", "%lu runs written", atomic_load(&R.completed));

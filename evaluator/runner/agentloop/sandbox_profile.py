@@ -15,39 +15,53 @@ What an agent's process gets:
     threads, 256 open files; every process is killed with the box's cgroup
     when the run ends, is cancelled or its supervisor dies.
 
-Boxes: each concurrent agent needs its own uid and cgroup; `Box` takes the
-first free number in BOX_FIRST.. under an flock, so agents on one machine
-never share one (and never meet the runner's slots, 1..64, or the CLI's,
-5000..9999).
+Boxes: each concurrent agent needs its own uid and cgroup; `Box` leases
+the first free number from the machine-wide pool every box user shares
+(sandbox/box_lease.h: one flock'd file per number, 1..BOX_MAX, in
+box_dir()), so an agent never shares a number with another agent, a
+runner's slot, the check service or a CLI run.
 """
 import fcntl
 import os
-import tempfile
 
 from . import config
 
-BOX_FIRST, BOX_COUNT = 2000, 1000
+BOX_MAX = 9999   # SBX_BOX_MAX (sandbox/sbx_int.h)
 HOST_DIR = "/agenttest/host"
 DATA_DIR = "/agenttest/data"
 LIB_PATH = "/agenttest/lib/libagenttest_eval.so"
 
 
+def box_dir():
+    """The lease directory, as sbx_box_dir() chooses it."""
+    env = os.environ.get("AGENTTEST_BOX_DIR", "")
+    if env.startswith("/"):
+        return env
+    if os.geteuid() == 0:
+        return "/run/agenttest-boxes"
+    return "/tmp/agenttest-boxes-%d" % os.geteuid()
+
+
 class Box:
-    """A box number held for as long as the object lives (flock)."""
+    """A box number leased for as long as the object lives (flock)."""
 
     def __init__(self):
-        d = os.path.join(tempfile.gettempdir(), "agenttest-agent-boxes")
+        self.fd, self.number = None, 0
+        d = box_dir()
         os.makedirs(d, mode=0o700, exist_ok=True)
-        for i in range(BOX_COUNT):
-            fd = os.open(os.path.join(d, "%d.lock" % i), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        st = os.lstat(d)
+        if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            raise RuntimeError("box leases: %s must be owned by uid %d and not writable by others" % (d, os.geteuid()))
+        for n in range(1, BOX_MAX + 1):
+            fd = os.open(os.path.join(d, "%d.lock" % n), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
+            except BlockingIOError:
                 os.close(fd)
                 continue
-            self.fd, self.number = fd, BOX_FIRST + i
+            self.fd, self.number = fd, n
             return
-        raise RuntimeError("no free agent box")
+        raise RuntimeError("box leases: all %d box numbers in %s are in use" % (BOX_MAX, d))
 
     def uid(self):
         return 60000 + self.number
