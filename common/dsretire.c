@@ -61,13 +61,23 @@ int dsretire_remove_files(const char *data_dir, const char *hash)
 	}
 	snprintf(dir, sizeof dir, "%s/versions/%s", data_dir, hash);
 	snprintf(q, sizeof q, "%s/versions/%s.quality.json", data_dir, hash);
+	/* the first failure is the one reported (EACCES for a directory the
+	 * runner did not share with the pool), not the ENOTEMPTY it causes */
 	DIR *d = opendir(dir);
+	if (!d && errno != ENOENT)
+		return -1;
 	struct dirent *e;
+	int failed = 0;
 	while (d && (e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			unlinkat(dirfd(d), e->d_name, 0);
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && unlinkat(dirfd(d), e->d_name, 0) != 0 &&
+		    errno != ENOENT && !failed)
+			failed = errno;
 	if (d)
 		closedir(d);
+	if (failed) {
+		errno = failed;
+		return -1;
+	}
 	if (unlink(q) != 0 && errno != ENOENT)
 		return -1;
 	return rmdir(dir) == 0 || errno == ENOENT ? 0 : -1;
