@@ -70,12 +70,12 @@ static bool lr_fits(const struct lr_day *d, const struct llm_reserve_limits *lim
 		return false;
 	}
 	if (lim->tokens >= 0 && d->used_tokens + d->res_tokens + tok > lim->tokens) {
-		buf_printf(why, "owner daily tokens: %lld used + %lld reserved + %lld for this request over %lld",
+		buf_printf(why, "owner daily tokens: %lld used + %lld reserved + %lld asked of %lld",
 			   (long long)d->used_tokens, (long long)d->res_tokens, (long long)tok, (long long)lim->tokens);
 		return false;
 	}
 	if (lim->usd >= 0 && d->used_usd + d->res_usd + est->usd > lim->usd + 1e-12) {
-		buf_printf(why, "owner daily usd: %.6f used + %.6f reserved + %.6f for this request over %.6f",
+		buf_printf(why, "owner daily usd: %.6f used + %.6f reserved + %.6f asked of %.6f",
 			   d->used_usd, d->res_usd, est->usd, lim->usd);
 		return false;
 	}
@@ -203,6 +203,12 @@ int llm_reserve_settle(struct db *db, uint64_t owner_id, uint64_t id, const stru
 		return 0;
 	buf_printf(err, "database: %s", db_error(db));
 	return -1;
+}
+
+enum db_status llm_reserve_cancel(struct db *db, uint64_t id)
+{
+	struct db_arg k = DB_ARG_INT((long long)id);
+	return db_exec(db, "DELETE FROM llm_reservations WHERE id = ?", &k, 1, NULL, 0, NULL, NULL, NULL, 0);
 }
 
 long long llm_reserve_sweep(struct db *db, struct buf *err)

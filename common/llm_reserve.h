@@ -71,6 +71,9 @@ enum db_status llm_reserve_settle_tx(struct db *db, uint64_t owner_id, uint64_t 
 int llm_reserve_settle(struct db *db, uint64_t owner_id, uint64_t id, const struct llm_reserve_usage *u,
 		       struct buf *err);
 
+/* Drop reservation id without charging it (the request was never sent). DB status. */
+enum db_status llm_reserve_cancel(struct db *db, uint64_t id);
+
 /* Delete every expired reservation (any owner, any day). The number deleted, -1 on error (err). */
 long long llm_reserve_sweep(struct db *db, struct buf *err);
 
