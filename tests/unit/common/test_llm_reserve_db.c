@@ -207,7 +207,7 @@ static void test_settle_charges_the_real_usage(void **state)
 	(void)state;
 	struct llm_reserve_limits lim = { .tokens = 1000, .requests = -1, .usd = -1.0 };
 	uint64_t id = must_reserve(2, &lim, 900, 0.05);
-	must_refuse(2, &lim, 101, 0.0, "owner daily tokens: 0 used + 900 reserved + 101 for this request over 1000");
+	must_refuse(2, &lim, 101, 0.0, "owner daily tokens: 0 used + 900 reserved + 101 asked of 1000");
 	struct llm_reserve_usage u = { .input = 100, .output = 30, .cache_write = 15, .cache_read = 5, .usd = 0.0025 };
 	struct buf err = BUF_INIT;
 	assert_int_equal(llm_reserve_settle(db, 2, id, &u, &err), 0);
