@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import stack_sql as sql
+
 REPO = Path(__file__).resolve().parents[2]
 
 KEY = "sk-ant-api03-AskOwnerKey_" + "k" * 44 + "W7"
@@ -270,15 +272,6 @@ def test_used_up_budget_is_402_budget_exhausted(astack, tok, agents, standin):
     j = r.json()
     assert j["code"] == "budget_exhausted" and "agent requests: 1 of 1 used" in j["detail"], j
     assert len(standin.requests()) == seen
-
-
-def sql(s, q):
-    """One statement on the stack's MariaDB (the account scripts/lib/stack-mariadb.sh uses); rows as lists."""
-    user = subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
-    r = subprocess.run(["mariadb", "--no-defaults", "--protocol=socket", "--socket=%s" % (Path(s.var) / "run" / "mysqld.sock"),
-                        "-u", user, "-N", "-B", "agenttest", "-e", q], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    return [line.split("\t") for line in r.stdout.splitlines()]
 
 
 def test_owner_day_is_reserved_across_hosts(astack, tok, agents, standin):
