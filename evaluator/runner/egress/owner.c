@@ -4,8 +4,11 @@
  * metered usage after (common/llm_reserve.c, sql/028_llm_reservations.sql).
  *
  * Each proxy child serves one connection, so the child opens its own
- * database connection on its first reservation (a connection is never
- * shared across fork) and holds at most one reservation at a time. A child
+ * database connection (a connection is never shared across fork) and holds
+ * at most one reservation at a time. The connection is closed while the
+ * request is upstream and opened again to settle: a streamed answer can
+ * take up to an hour, and eight children of every running agent holding
+ * idle connections would use up the server's max_connections. A child
  * that dies between the two leaves its reservation to expire after
  * EGRESS_RESERVE_TTL_S, longer than any transfer forward.c allows.
  */
@@ -22,7 +25,10 @@ int egress_owner_reserve(struct egress_owner *o, const struct llm_reserve_usage 
 	if (!o->db)
 		o->db = db_new(o->url);
 	struct llm_reserve_who w = { .owner_id = o->owner_id, .agent_id = o->agent_id, .kind = "turn" };
-	return llm_reserve(o->db, &w, &o->lim, est, EGRESS_RESERVE_TTL_S, &o->res, why);
+	int rc = llm_reserve(o->db, &w, &o->lim, est, EGRESS_RESERVE_TTL_S, &o->res, why);
+	if (rc == 1)
+		egress_owner_free(o);   /* not held while the request is upstream */
+	return rc;
 }
 
 void egress_owner_settle(struct egress_owner *o, const struct egress_usage *u, double usd)
@@ -32,6 +38,8 @@ void egress_owner_settle(struct egress_owner *o, const struct egress_usage *u, d
 	struct llm_reserve_usage x = { .input = u->input, .output = u->output, .cache_write = u->cache_write,
 				       .cache_read = u->cache_read, .usd = usd };
 	struct buf err = BUF_INIT;
+	if (!o->db)
+		o->db = db_new(o->url);
 	if (llm_reserve_settle(o->db, o->owner_id, o->res, &x, &err) != 0)
 		log_msg(LOG_LVL_ERROR, "egress_owner_day", "agent %s: a request's usage is not on the owner's day "
 			"(its reservation expires): %s", o->agent_id, buf_cstr(&err));
@@ -41,6 +49,8 @@ void egress_owner_settle(struct egress_owner *o, const struct egress_usage *u, d
 
 void egress_owner_cancel(struct egress_owner *o)
 {
+	if (o->url && o->res && !o->db)
+		o->db = db_new(o->url);
 	if (o->url && o->res && llm_reserve_cancel(o->db, o->res) != DB_OK)
 		log_msg(LOG_LVL_WARNING, "egress_owner_day", "agent %s: a reservation was not dropped (it expires): %s",
 			o->agent_id, db_error(o->db));
