@@ -142,17 +142,23 @@ int agent_llm_budgets(struct db *db, const struct agent_llm_env *e, const char *
  */
 int agent_llm_key(struct db *db, const struct agent_llm_env *e, struct agent_llm *l, struct buf *err);
 
-/* Add budget (what is left), owner_id, upstream and command to the request's agent object. */
+/* Add budget (what is left of the agent's; the owner's day's limits), owner_id, upstream and command
+ * to the request's agent object. */
 void agent_llm_request(const struct agent_llm *l, const struct agent_llm_env *e, json_object *agent);
 
-/* out = request (a JSON object's text) with "anthropic_key" first; the caller wipes out. */
-void agent_llm_splice(const struct agent_llm *l, const char *request, struct buf *out);
+/*
+ * out = request (a JSON object's text) with "anthropic_key" first and
+ * "database_url" (when db_url is set: the proxy reserves the owner's day
+ * there); the caller wipes out.
+ */
+void agent_llm_splice(const struct agent_llm *l, const char *db_url, const char *request, struct buf *out);
 
 /*
  * Record one turn's metered usage (the harness's tokens object: input,
- * output, cache_write, cache_read, requests, refused, cost) as an
- * agent_llm_usage row and add it to the agent's totals and the owner's day
- * (inside the caller's transaction). 0 or -1 (err).
+ * output, cache_write, cache_read, requests, refused, cost): add it to the
+ * agent's totals, then one agent_llm_usage row (inside the caller's
+ * transaction; the owner's day was charged by the proxy, request by
+ * request). 0 or -1 (err).
  */
 int agent_llm_charge(struct db *db, const struct agent_llm *l, const char *agent_id, long long iteration,
 		     const char *job_id, json_object *tokens, const char *exhausted, struct buf *err);

@@ -284,8 +284,8 @@ static void aj_execute(const struct jobq_slot *s, const struct jobq_lease *l, vo
 			buf_cstr(&err));
 	buf_reset(&err);
 	agent_activity_init(&act, adb, a->agent_id, a->n);
-	if (a->llm)   /* the key only inside the request on the harness's stdin pipe */
-		agent_llm_splice(&a->lb, req, &keyed);
+	if (a->llm)   /* the key and the database URL only inside the request on the harness's stdin pipe */
+		agent_llm_splice(&a->lb, env->db_url, req, &keyed);
 	int rc = agent_proc_run(env, s->ctl, a->llm ? buf_cstr(&keyed) : req, &out, &err, &stopped, &act);
 	if (keyed.data)
 		sodium_memzero(keyed.data, keyed.cap);

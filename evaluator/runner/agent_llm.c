@@ -7,20 +7,21 @@
  * time (agent_llm_load) the kind reads the agent's budgets (its own, else
  * the operator's AGENTTEST_LLM_AGENT_* defaults) and totals, and the
  * owner's totals of the UTC day (llm_owner_day) against
- * AGENTTEST_LLM_OWNER_DAY_*; what is left of each becomes the egress
- * proxy's limits for this one turn (its ledger files are a per-turn cache,
- * llm.py). A budget with nothing left stops the iteration before the turn.
- * The key is opened from the secret store (the owner's row, else the admin
- * default of owner 0) into a buffer that is wiped on release; it travels to
- * the harness only inside the request on its stdin pipe (agent_llm_splice)
- * and from there to the proxy on another pipe. When the turn ends
- * (agent_llm_charge, in the iteration's finishing transaction) its usage is
- * one agent_llm_usage row and is added to the agent's totals and to the
- * owner's day with INSERT ... ON DUPLICATE KEY UPDATE, so runner hosts
- * finishing at the same time never lose a charge. Turns of one owner that
- * run at the same time each see the day's totals as they were when they
- * started, so together they can pass the daily budget by what they spend
- * concurrently (docs/agents.md, "Budgets").
+ * AGENTTEST_LLM_OWNER_DAY_*. What is left of the agent's becomes the
+ * egress proxy's agent limits for this one turn (its ledger files are a
+ * per-turn cache, llm.py): an agent runs one turn at a time. The owner's
+ * day is shared by the owner's turns on every host and the API's asks, so
+ * the proxy gets the day's full limits and the database URL, and reserves
+ * each request's estimate in llm_reservations before sending it
+ * (common/llm_reserve.c), settling it into llm_owner_day when it ends. A
+ * budget with nothing left stops the iteration before the turn. The key is
+ * opened from the secret store (the owner's row, else the admin default of
+ * owner 0) into a buffer that is wiped on release; it and the database URL
+ * travel to the harness only inside the request on its stdin pipe
+ * (agent_llm_splice) and from there to the proxy on another pipe. When the
+ * turn ends (agent_llm_charge, in the iteration's finishing transaction)
+ * its usage is added to the agent's totals and is one agent_llm_usage row;
+ * the owner's day already has it, request by request.
  */
 #include <errno.h>
 #include <math.h>
@@ -213,9 +214,10 @@ void agent_llm_request(const struct agent_llm *l, const struct agent_llm_env *e,
 	json_object_object_add(b, "tokens", json_object_new_int64(l->left.tokens));
 	json_object_object_add(b, "usd", json_object_new_double(l->left.usd));
 	json_object_object_add(b, "requests", json_object_new_int64(l->left.requests));
-	json_object_object_add(b, "owner_day_tokens", json_object_new_int64(l->owner_left.tokens));
-	json_object_object_add(b, "owner_day_usd", json_object_new_double(l->owner_left.usd));
-	json_object_object_add(b, "owner_day_requests", json_object_new_int64(l->owner_left.requests));
+	/* the day's full limits: the proxy reserves against the day's use in MariaDB */
+	json_object_object_add(b, "owner_day_tokens", json_object_new_int64(e->owner_day.tokens));
+	json_object_object_add(b, "owner_day_usd", json_object_new_double(e->owner_day.usd));
+	json_object_object_add(b, "owner_day_requests", json_object_new_int64(e->owner_day.requests));
 	json_object_object_add(agent, "budget", b);
 	json_object_object_add(agent, "owner_id", json_object_new_int64((int64_t)l->owner_id));
 	if (e->upstream[0])
@@ -224,12 +226,19 @@ void agent_llm_request(const struct agent_llm *l, const struct agent_llm_env *e,
 		json_object_object_add(agent, "command", json_object_new_string(e->command));
 }
 
-void agent_llm_splice(const struct agent_llm *l, const char *request, struct buf *out)
+void agent_llm_splice(const struct agent_llm *l, const char *db_url, const char *request, struct buf *out)
 {
 	buf_reset(out);
 	buf_puts(out, "{\"anthropic_key\":\"");
 	buf_append(out, l->key.data, l->key.len);
 	buf_puts(out, "\",");
+	if (db_url && *db_url) {
+		json_object *u = json_object_new_string(db_url);
+		buf_puts(out, "\"database_url\":");
+		buf_puts(out, json_object_to_json_string_ext(u, JSON_C_TO_STRING_PLAIN));
+		buf_puts(out, ",");
+		json_object_put(u);
+	}
 	buf_puts(out, request + 1);   /* request is a JSON object: "{...}" */
 }
 
@@ -260,20 +269,17 @@ int agent_llm_charge(struct db *db, const struct agent_llm *l, const char *agent
 				exhausted && *exhausted ? DB_ARG_TEXTN(exhausted, strnlen(exhausted, 128)) : DB_ARG_NULL };
 	struct db_arg ag[] = { DB_ARG_INT(in), DB_ARG_INT(out), DB_ARG_INT(cw), DB_ARG_INT(cr), DB_ARG_INT(rq),
 			       DB_ARG_TEXT(us), DB_ARG_TEXT(agent_id) };
-	struct db_arg od[] = { DB_ARG_INT((long long)l->owner_id), DB_ARG_INT(in), DB_ARG_INT(out), DB_ARG_INT(cw),
-			       DB_ARG_INT(cr), DB_ARG_INT(rq), DB_ARG_TEXT(us) };
-	if (al_ex(db, "INSERT INTO agent_llm_usage (agent_id, owner_id, kind, iteration, job_id, day, input, output, "
-		  "cache_write, cache_read, requests, refused, usd, exhausted) VALUES (?, ?, 'turn', ?, ?, UTC_DATE(), ?, "
-		  "?, ?, ?, ?, ?, ?, ?)", row, sizeof row / sizeof row[0], NULL, 0, NULL, err) != 0 ||
-	    al_ex(db, "UPDATE agents SET tokens_input = tokens_input + ?, tokens_output = tokens_output + ?, "
+	/* The agent row first, then its child row: inserting agent_llm_usage first
+	 * takes a shared lock on the agent row (the foreign key check) that the
+	 * UPDATE must then upgrade, and a pool transaction waiting for the same
+	 * row in between (an ask's charge, a PATCH) makes that a deadlock. */
+	if (al_ex(db, "UPDATE agents SET tokens_input = tokens_input + ?, tokens_output = tokens_output + ?, "
 		  "tokens_cache_write = tokens_cache_write + ?, tokens_cache_read = tokens_cache_read + ?, "
 		  "llm_requests = llm_requests + ?, cost_usd = cost_usd + ? WHERE id = ?", ag, 7, NULL, 0, NULL,
 		  err) != 0 ||
-	    al_ex(db, "INSERT INTO llm_owner_day (owner_id, day, input, output, cache_write, cache_read, requests, usd) "
-		  "VALUES (?, UTC_DATE(), ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE input = input + VALUES(input), "
-		  "output = output + VALUES(output), cache_write = cache_write + VALUES(cache_write), "
-		  "cache_read = cache_read + VALUES(cache_read), requests = requests + VALUES(requests), "
-		  "usd = usd + VALUES(usd)", od, 7, NULL, 0, NULL, err) != 0)
+	    al_ex(db, "INSERT INTO agent_llm_usage (agent_id, owner_id, kind, iteration, job_id, day, input, output, "
+		  "cache_write, cache_read, requests, refused, usd, exhausted) VALUES (?, ?, 'turn', ?, ?, UTC_DATE(), ?, "
+		  "?, ?, ?, ?, ?, ?, ?)", row, sizeof row / sizeof row[0], NULL, 0, NULL, err) != 0)
 		return -1;
 	return 0;
 }

@@ -12,33 +12,40 @@
  *
  *   1. the key: the agent owner's Anthropic key from the secret store, else
  *      the admin default (owner 0); neither: 409 no_api_key, nothing sent;
- *   2. the budgets: the agent's (its own, else AGENTTEST_LLM_AGENT_*) and
- *      its owner's of the UTC day (AGENTTEST_LLM_OWNER_DAY_*), from the same
- *      columns and table the agent's turns are charged to
- *      (sql/015_llm_budgets.sql); one with nothing left: 402
- *      budget_exhausted naming it, nothing sent;
+ *   2. the agent's budget (its own, else AGENTTEST_LLM_AGENT_*), from the
+ *      same columns the agent's turns are charged to
+ *      (sql/015_llm_budgets.sql); nothing left: 402 budget_exhausted
+ *      naming it, nothing sent;
  *   3. a slot: at most ASK_SLOTS asks of one owner at once over every
  *      worker and host, as MariaDB named locks "agenttest.ask.<owner>.<k>"
  *      taken with GET_LOCK(name, 0) on this worker's connection (a worker
  *      that dies loses its connection and so its lock); none free: 429
  *      rate_limited with Retry-After;
- *   4. the call (plain JSON, max_tokens ASK_MAX_TOKENS) to
+ *   4. the owner's day (AGENTTEST_LLM_OWNER_DAY_*): the ask's estimate
+ *      (ASK_MAX_TOKENS output tokens, the body's bytes / 4 input tokens, at
+ *      the model's price) reserved in MariaDB as the egress proxy reserves
+ *      each request of a turn (common/llm_reserve.c, sql/028), so asks and
+ *      turns on every host together never pass the day's budget; refused:
+ *      402 budget_exhausted naming it, nothing sent;
+ *   5. the call (plain JSON, max_tokens ASK_MAX_TOKENS) to
  *      AGENTTEST_ANTHROPIC_UPSTREAM with the key, the slot released after;
- *   5. one transaction: an agent_llm_usage row of kind 'ask' (every request
- *      that was sent counts, whatever came back; tokens and USD, priced by
- *      common/llm_prices.c, from the answer's usage), the agent's totals and
- *      the owner's day (INSERT ... ON DUPLICATE KEY UPDATE, as the turns),
+ *   6. one transaction: the agent's totals, an agent_llm_usage row of kind
+ *      'ask' (every request that was sent counts, whatever came back;
+ *      tokens and USD, priced by common/llm_prices.c, from the answer's
+ *      usage), the reservation settled to that usage on the owner's day,
  *      and on success the two chat messages and their "chat" events. A
  *      lock conflict is retried inside this step: the pipeline's own retry
- *      (app.c, which runs a handler again) must never run after step 4, or
- *      one ask would be sent, and paid for, twice.
+ *      (app.c, which runs a handler again) must never run after step 5, or
+ *      one ask would be sent, and paid for, twice. A worker that dies
+ *      before this step leaves its reservation to expire (ASK_RESERVE_TTL_S).
  *
  * Upstream 429 is answered 429 rate_limited and 529 (overloaded) 503
  * unavailable, both with the upstream's Retry-After; other upstream
- * failures 502 upstream_error. Nothing is retried. Two asks of one owner
- * that pass the budget check together can overshoot a budget by what they
- * spend (at most ASK_SLOTS answers of ASK_MAX_TOKENS), as turns that run at
- * once can (docs/agents.md, "How budgets are counted").
+ * failures 502 upstream_error. Nothing is retried. Two asks of one agent
+ * that pass the agent's budget check together can overshoot that budget by
+ * what they spend (at most ASK_SLOTS answers of ASK_MAX_TOKENS); the
+ * owner's day cannot be overshot but by the difference between the
+ * estimates and the real usage (docs/agents.md, "How budgets are counted").
  */
 #include <math.h>
 #include <stdio.h>
@@ -50,6 +57,7 @@
 
 #include "agent_driver.h"
 #include "llm_prices.h"
+#include "llm_reserve.h"
 #include "llm_upstream.h"
 #include "secret_store.h"
 #include "fcgi/handlers/agents.h"
@@ -58,6 +66,7 @@
 
 #define ASK_RETRY_S "5"   /* Retry-After when every slot is taken */
 #define ASK_RECORD_TRIES 5 /* attempts of the recording transaction on a lock conflict */
+#define ASK_RESERVE_TTL_S 120 /* the call is bounded at 45 s (agents_ask_http.c) */
 
 /* One budget: limit and used. */
 struct ask_budget {
@@ -107,19 +116,16 @@ static void ask_left(const struct ask_budget *lim, const struct ask_budget *used
 		snprintf(why, n, "%s usd: %.6f of %.6f used", who, used->usd, lim->usd);
 }
 
-/* The budgets of agent id and its owner's day; why[0] != 0 names one used up. false on a DB error. */
+/* The budget of agent id; why[0] != 0 names one used up. false on a DB error. */
 static bool ask_budgets(struct fcgi_ctx *c, const char *id, char *why, size_t n, enum db_status *st)
 {
-	char bu[40], cu[40], od[40];
-	struct db_col col[] = { DB_COL_INT, DB_COL_TEXT(bu), DB_COL_INT, DB_COL_INT, DB_COL_TEXT(cu), DB_COL_INT,
-				DB_COL_INT, DB_COL_INT, DB_COL_TEXT(od) };
+	char bu[40], cu[40];
+	struct db_col col[] = { DB_COL_INT, DB_COL_TEXT(bu), DB_COL_INT, DB_COL_INT, DB_COL_TEXT(cu), DB_COL_INT };
 	struct db_arg k = DB_ARG_TEXT(id);
 	bool got = false;
-	*st = db_exec(fcgi_db(c), "SELECT a.budget_tokens, CAST(a.budget_usd AS CHAR), a.budget_requests, "
-		      "a.tokens_input + a.tokens_output + a.tokens_cache_write + a.tokens_cache_read, "
-		      "CAST(a.cost_usd AS CHAR), a.llm_requests, COALESCE(d.input + d.output + d.cache_write + "
-		      "d.cache_read, 0), COALESCE(d.requests, 0), CAST(COALESCE(d.usd, 0) AS CHAR) FROM agents a "
-		      "LEFT JOIN llm_owner_day d ON d.owner_id = a.owner_id AND d.day = UTC_DATE() WHERE a.id = ?",
+	*st = db_exec(fcgi_db(c), "SELECT budget_tokens, CAST(budget_usd AS CHAR), budget_requests, "
+		      "tokens_input + tokens_output + tokens_cache_write + tokens_cache_read, "
+		      "CAST(cost_usd AS CHAR), llm_requests FROM agents WHERE id = ?",
 		      &k, 1, col, sizeof col / sizeof col[0], db_row_once, &got, NULL, DB_IDEMPOTENT);
 	if (*st != DB_OK)
 		return false;
@@ -133,15 +139,26 @@ static bool ask_budgets(struct fcgi_ctx *c, const char *id, char *why, size_t n,
 					   : col[2].i,
 	};
 	struct ask_budget used = { .tokens = col[3].i, .usd = strtod(cu, NULL), .requests = col[5].i };
-	struct ask_budget day_lim = {
+	ask_left(&lim, &used, "agent", why, n);
+	return true;
+}
+
+/*
+ * Reserve the ask's estimate against the owner's day (common/llm_reserve.c):
+ * 1 reserved (*res), 0 refused (why names the budget), -1 database error.
+ */
+static int ask_reserve(struct fcgi_ctx *c, const struct ag_row *a, const struct llm_price *pr, const char *body,
+		       uint64_t *res, struct buf *why)
+{
+	struct llm_reserve_limits lim = {
 		.tokens = ask_cfg_int(c, "AGENTTEST_LLM_OWNER_DAY_TOKENS", AGENT_LLM_DEFAULT_OWNER_DAY_TOKENS),
 		.usd = ask_cfg_usd(c, "AGENTTEST_LLM_OWNER_DAY_USD", AGENT_LLM_DEFAULT_OWNER_DAY_USD),
 		.requests = ask_cfg_int(c, "AGENTTEST_LLM_OWNER_DAY_REQUESTS", AGENT_LLM_DEFAULT_OWNER_DAY_REQUESTS),
 	};
-	struct ask_budget day = { .tokens = col[6].i, .usd = strtod(od, NULL), .requests = col[7].i };
-	ask_left(&lim, &used, "agent", why, n);
-	ask_left(&day_lim, &day, "owner daily", why, n);
-	return true;
+	struct llm_reserve_usage est = { .input = (int64_t)(strlen(body) / 4), .output = ASK_MAX_TOKENS };
+	est.usd = llm_price_cost(pr, est.input, est.output, 0, 0);
+	struct llm_reserve_who w = { .owner_id = (uint64_t)a->owner_id, .agent_id = a->id, .kind = "ask" };
+	return llm_reserve(fcgi_db(c), &w, &lim, &est, ASK_RESERVE_TTL_S, res, why);
 }
 
 /* The owner's key, else the admin default, into key: 1, 0 none, -1 error (err). */
@@ -281,8 +298,12 @@ static void ask_answer(json_object *o, const struct llm_prices *p, const char *m
 	}
 }
 
-/* Charge one request and its usage to the agent, its owner's day and agent_llm_usage (in a transaction). */
-static enum db_status ask_charge(struct fcgi_ctx *c, const char *id, long long owner, const struct ask_usage *u)
+/*
+ * Charge one request and its usage to the agent, agent_llm_usage and, by
+ * settling reservation res, its owner's day (in a transaction).
+ */
+static enum db_status ask_charge(struct fcgi_ctx *c, const char *id, long long owner, uint64_t res,
+				 const struct ask_usage *u)
 {
 	char us[40];
 	snprintf(us, sizeof us, "%.12g", u->usd);
@@ -290,12 +311,13 @@ static enum db_status ask_charge(struct fcgi_ctx *c, const char *id, long long o
 				DB_ARG_INT(u->cache_write), DB_ARG_INT(u->cache_read), DB_ARG_TEXT(us) };
 	struct db_arg ag[] = { DB_ARG_INT(u->input), DB_ARG_INT(u->output), DB_ARG_INT(u->cache_write),
 			       DB_ARG_INT(u->cache_read), DB_ARG_TEXT(us), DB_ARG_TEXT(id) };
-	struct db_arg od[] = { DB_ARG_INT(owner), DB_ARG_INT(u->input), DB_ARG_INT(u->output),
-			       DB_ARG_INT(u->cache_write), DB_ARG_INT(u->cache_read), DB_ARG_TEXT(us) };
+	struct llm_reserve_usage settled = { .input = u->input, .output = u->output, .cache_write = u->cache_write,
+					     .cache_read = u->cache_read, .usd = u->usd };
 	/* The agent row first: its exclusive lock orders concurrent asks of one
 	 * agent. Inserting a child row first would take a shared lock on it
 	 * (the foreign key check) that two asks would both try to upgrade: a
-	 * deadlock. */
+	 * deadlock. The owner's day last, as every reserver takes it: nothing
+	 * that holds it waits for an agent row. */
 	enum db_status st = db_exec(fcgi_db(c), "UPDATE agents SET tokens_input = tokens_input + ?, tokens_output = "
 				    "tokens_output + ?, tokens_cache_write = tokens_cache_write + ?, tokens_cache_read = "
 				    "tokens_cache_read + ?, llm_requests = llm_requests + 1, cost_usd = cost_usd + ? WHERE id = ?",
@@ -305,11 +327,7 @@ static enum db_status ask_charge(struct fcgi_ctx *c, const char *id, long long o
 			     "output, cache_write, cache_read, requests, usd) VALUES (?, ?, 'ask', UTC_DATE(), ?, "
 			     "?, ?, ?, 1, ?)", row, 7, NULL, 0, NULL, NULL, NULL, 0);
 	if (st == DB_OK)
-		st = db_exec(fcgi_db(c), "INSERT INTO llm_owner_day (owner_id, day, input, output, cache_write, "
-			     "cache_read, requests, usd) VALUES (?, UTC_DATE(), ?, ?, ?, ?, 1, ?) ON DUPLICATE KEY UPDATE "
-			     "input = input + VALUES(input), output = output + VALUES(output), cache_write = cache_write + "
-			     "VALUES(cache_write), cache_read = cache_read + VALUES(cache_read), requests = requests + 1, "
-			     "usd = usd + VALUES(usd)", od, 6, NULL, 0, NULL, NULL, NULL, 0);
+		st = llm_reserve_settle_tx(fcgi_db(c), (uint64_t)owner, res, &settled);
 	return st;
 }
 
@@ -394,7 +412,7 @@ static void ask_reply_upstream(struct fcgi_ctx *c, const struct ask_http *h)
  * ASK_RECORD_TRIES times; nothing was kept), never by running the handler
  * again, which would send the request a second time.
  */
-static enum db_status ask_record(struct fcgi_ctx *c, const struct ag_row *a, const char *question,
+static enum db_status ask_record(struct fcgi_ctx *c, const struct ag_row *a, uint64_t res, const char *question,
 				 const struct ask_usage *u, const char *answer, long long *qid, long long *aid)
 {
 	enum db_status st = DB_CONFLICT;
@@ -405,7 +423,7 @@ static enum db_status ask_record(struct fcgi_ctx *c, const struct ag_row *a, con
 		}
 		st = db_begin(fcgi_db(c));
 		if (st == DB_OK)
-			st = ask_charge(c, a->id, a->owner_id, u);
+			st = ask_charge(c, a->id, a->owner_id, res, u);
 		if (st == DB_OK && answer) {
 			st = ask_message(c, a->id, "user", "ask", question, qid);
 			if (st == DB_OK)
@@ -420,8 +438,8 @@ static enum db_status ask_record(struct fcgi_ctx *c, const struct ag_row *a, con
 }
 
 /* Record the outcome of a sent request (charge, and on success the chat), then reply. */
-static void ask_finish(struct fcgi_ctx *c, const struct ag_row *a, const char *question, const char *model,
-		       const struct llm_prices *p, const struct ask_http *h, bool answered)
+static void ask_finish(struct fcgi_ctx *c, const struct ag_row *a, uint64_t res, const char *question,
+		       const char *model, const struct llm_prices *p, const struct ask_http *h, bool answered)
 {
 	struct ask_usage u = { 0 };
 	struct buf text = BUF_INIT;
@@ -429,7 +447,7 @@ static void ask_finish(struct fcgi_ctx *c, const struct ag_row *a, const char *q
 	if (o)
 		ask_answer(o, p, model, &u, &text);
 	long long qid = 0, aid = 0;
-	enum db_status st = ask_record(c, a, question, &u, o && text.len ? buf_cstr(&text) : NULL, &qid, &aid);
+	enum db_status st = ask_record(c, a, res, question, &u, o && text.len ? buf_cstr(&text) : NULL, &qid, &aid);
 	if (st != DB_OK) {
 		/* Not fcgi_reply_db_error: its conflict reply would make the
 		 * pipeline run the handler again, and so send a second request. */
@@ -482,7 +500,7 @@ static bool ask_prices(struct fcgi_ctx *c, const char *model, struct llm_prices 
 	return false;
 }
 
-/* Steps 3-5 with the key and the context ready: the slot, the call, the record. */
+/* Steps 3-6 with the key and the context ready: the slot, the reservation, the call, the record. */
 static void ask_send(struct fcgi_ctx *c, const struct ag_row *a, const char *question, const struct buf *key,
 		     const char *system)
 {
@@ -515,12 +533,25 @@ static void ask_send(struct fcgi_ctx *c, const struct ag_row *a, const char *que
 		return;
 	}
 	char *body = ask_body(model, system, question);
-	struct ask_http h = { 0 };
-	bool answered = ask_http_post(upstream, key, body, &h);
+	struct buf why = BUF_INIT;
+	uint64_t res = 0;
+	int rsv = ask_reserve(c, a, llm_price_for(&prices, model), body, &res, &why);
+	if (rsv == 1) {
+		struct ask_http h = { 0 };
+		bool answered = ask_http_post(upstream, key, body, &h);
+		ask_slot_release(c, a->owner_id, slot);
+		ask_finish(c, a, res, question, model, &prices, &h, answered);
+		ask_http_free(&h);
+	} else {
+		ask_slot_release(c, a->owner_id, slot);
+		if (rsv == 0)
+			fcgi_reply_error(c, 402, "budget_exhausted", "budget: %s", buf_cstr(&why));
+		else   /* why holds the server's message: not for the client */
+			fcgi_reply_error(c, 503, "unavailable", "the owner's daily budget could not be reserved: "
+					 "the database is unavailable");
+	}
+	buf_free(&why);
 	free(body);
-	ask_slot_release(c, a->owner_id, slot);
-	ask_finish(c, a, question, model, &prices, &h, answered);
-	ask_http_free(&h);
 	llm_prices_free(&prices);
 }
 

@@ -1,11 +1,14 @@
 """Helpers for the egress tests: start the Anthropic stand-in
-(tests/lib/anthropic_standin.py) and bin/agenttest-egress, talk HTTP to the
-proxy's unix socket."""
+(tests/lib/anthropic_standin.py), a private MariaDB (the owner's daily
+budget lives there) and bin/agenttest-egress, talk HTTP to the proxy's unix
+socket."""
 import http.client
 import json
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
 import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -39,10 +42,50 @@ class Standin:
         self.p.stdout.close()
 
 
-class Egress:
-    """bin/agenttest-egress for one agent; `limits` are extra --options."""
+class MariaDB:
+    """A private MariaDB (fresh data directory, unix socket, no network,
+    --skip-grant-tables) with every migration applied, like the C unit
+    tests' tests/unit/lib/tmariadb.c. Needs mariadbd on PATH."""
 
-    def __init__(self, tmp, upstream, key, agent="a1", owner=7, ledger_dir=None, **limits):
+    def __init__(self, name="agenttest_egress"):
+        self.dir = tempfile.mkdtemp(prefix="agenttest-egress-db-")
+        self.sock = os.path.join(self.dir, "mysqld.sock")
+        self.name = name
+        user = ["--user=root"] if os.geteuid() == 0 else []
+        with open(os.path.join(self.dir, "install.log"), "wb") as log:
+            subprocess.run(["mariadb-install-db", "--no-defaults", "--datadir=" + self.dir + "/data",
+                            "--skip-test-db"] + user, stdout=log, stderr=log, check=True)
+        self.p = subprocess.Popen(["mariadbd", "--no-defaults", "--datadir=" + self.dir + "/data",
+                                   "--skip-networking", "--skip-grant-tables", "--socket=" + self.sock,
+                                   "--log-error=" + self.dir + "/mysqld.err", "--innodb-buffer-pool-size=16M"]
+                                  + (user or ["--skip-name-resolve"]),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if not wait_for(lambda: subprocess.run(["mariadb", "--no-defaults", "-S", self.sock, "-e", "SELECT 1"],
+                                               capture_output=True).returncode == 0, timeout=60):
+            self.close()
+            raise RuntimeError("mariadbd did not start, see %s/mysqld.err" % self.dir)
+        self.sql("CREATE DATABASE %s" % name, db="mysql")
+        self.url = "mariadb://root@localhost/%s?socket=%s" % (name, self.sock)
+        subprocess.run([os.path.join(BIN, "agenttest"), "db", "migrate", "--dir", os.path.join(REPO, "sql")],
+                       env=dict(os.environ, DATABASE_URL=self.url), check=True, capture_output=True)
+
+    def sql(self, text, db=None):
+        """Run SQL; the rows as lists of strings (tab-separated output)."""
+        p = subprocess.run(["mariadb", "--no-defaults", "-S", self.sock, "-N", "-B", db or self.name, "-e", text],
+                           capture_output=True, text=True, check=True)
+        return [line.split("\t") for line in p.stdout.splitlines()]
+
+    def close(self):
+        self.p.terminate()
+        self.p.wait(timeout=60)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Egress:
+    """bin/agenttest-egress for one agent; `limits` are extra --options;
+    db_url (a MariaDB's) goes on the key pipe's second line."""
+
+    def __init__(self, tmp, upstream, key, agent="a1", owner=7, ledger_dir=None, db_url=None, **limits):
         self.dir = tmp
         self.ledger_dir = ledger_dir or os.path.join(tmp, "ledger")
         os.makedirs(self.ledger_dir, exist_ok=True)
@@ -51,11 +94,11 @@ class Egress:
         self.turn = os.path.join(tmp, "turn-%s.json" % agent)
         self.stderr_path = os.path.join(tmp, "egress-%s.log" % agent)
         argv = [os.path.join(BIN, "agenttest-egress"), "--listen=" + self.sock, "--agent=" + agent,
-                "--owner=%d" % owner, "--agent-ledger=" + self.agent_ledger, "--owner-dir=" + self.ledger_dir,
+                "--owner=%d" % owner, "--agent-ledger=" + self.agent_ledger,
                 "--turn-usage=" + self.turn, "--upstream=" + upstream]
         argv += ["--%s=%s" % (k.replace("_", "-"), v) for k, v in sorted(limits.items())]
         r, w = os.pipe()
-        os.write(w, key.encode() + b"\n")
+        os.write(w, key.encode() + b"\n" + (db_url.encode() + b"\n" if db_url else b""))
         os.close(w)
         argv.append("--key-fd=%d" % r)
         self.err = open(self.stderr_path, "wb")

@@ -2,16 +2,19 @@
 Anthropic stand-in: only the model API goes through, with the real key in
 place of the agent's; SSE is streamed, not buffered; usage and cost are
 metered exactly; budgets per agent and per owner and day refuse requests
-before they reach the upstream; 429/529 pass back with Retry-After; the key
-is in no log, argv or environment. Needs make build (no root)."""
+before they reach the upstream (the owner's day reserved in a private
+MariaDB, shared by proxies of one owner at once, settled to the real
+usage); 429/529 pass back with Retry-After; the key is in no log, argv or
+environment. Needs make build and mariadbd (no root)."""
 import json
 import os
+import shutil
 import subprocess
 import time
 
 import pytest
 
-from egress_helpers import BIN, Egress, Standin, UnixHTTPConnection, request, sse_events, wait_for
+from egress_helpers import BIN, Egress, MariaDB, Standin, UnixHTTPConnection, request, sse_events, wait_for
 
 KEY = "sk-ant-api03-RealKey_" + "x" * 40
 DUMMY = "sk-ant-dummy-key-of-the-agent"
@@ -154,23 +157,95 @@ def test_agent_budgets_refuse_before_the_upstream(stack, limit, value, allowed):
     assert t["requests"] == allowed and t["refused"] == 2 and t["exhausted"].startswith("agent")
 
 
-def test_owner_daily_budget_spans_agents(tmp_path):
+@pytest.fixture(scope="module")
+def mariadb():
+    if not shutil.which("mariadbd"):
+        pytest.skip("mariadbd is not installed")
+    m = MariaDB()
+    yield m
+    m.close()
+
+
+def owner_day(db, owner):
+    """(tokens, requests, usd) of the owner's llm_owner_day row of today, and the live reservations."""
+    rows = db.sql("SELECT input + output + cache_write + cache_read, requests, usd FROM llm_owner_day "
+                  "WHERE owner_id = %d AND day = UTC_DATE()" % owner)
+    res = int(db.sql("SELECT COUNT(*) FROM llm_reservations WHERE owner_id = %d" % owner)[0][0])
+    return (int(rows[0][0]), int(rows[0][1]), float(rows[0][2])) if rows else (0, 0, 0.0), res
+
+
+def test_owner_daily_budget_spans_agents(tmp_path, mariadb):
     s = Standin(str(tmp_path), {"default": TEXT})
     led = str(tmp_path / "ledger")
-    a = Egress(str(tmp_path), s.url, KEY, agent="a", ledger_dir=led, owner_day_requests=3)
-    b = Egress(str(tmp_path), s.url, KEY, agent="b", ledger_dir=led, owner_day_requests=3)
-    other = Egress(str(tmp_path), s.url, KEY, agent="c", owner=8, ledger_dir=led, owner_day_requests=3)
+    a = Egress(str(tmp_path), s.url, KEY, agent="a", owner=17, ledger_dir=led, db_url=mariadb.url, owner_day_requests=3)
+    b = Egress(str(tmp_path), s.url, KEY, agent="b", owner=17, ledger_dir=led, db_url=mariadb.url, owner_day_requests=3)
+    other = Egress(str(tmp_path), s.url, KEY, agent="c", owner=18, ledger_dir=led, db_url=mariadb.url,
+                   owner_day_requests=3)
     try:
         assert [request(a.sock, "POST", "/v1/messages", body())[0] for _ in range(2)] == [200, 200]
-        assert [request(b.sock, "POST", "/v1/messages", body())[0] for _ in range(2)] == [200, 400]
+        got = [request(b.sock, "POST", "/v1/messages", body()) for _ in range(2)]
+        assert [g[0] for g in got] == [200, 400] and got[1][1]["x-agenttest-budget"] == "exhausted"
+        assert "owner daily requests: 3 used + 0 in flight of 3" in json.loads(got[1][2])["error"]["message"]
         assert request(other.sock, "POST", "/v1/messages", body())[0] == 200
-        day = time.strftime("%Y-%m-%d", time.gmtime())
-        with open(os.path.join(led, "owner-7-%s.json" % day)) as f:
-            t = json.load(f)
-        assert t["requests"] == 3 and t["refused"] == 1 and t["tokens"] == 3 * 3645
+        (tokens, requests, usd), res = owner_day(mariadb, 17)
+        assert (tokens, requests, res) == (3 * 3645, 3, 0) and usd == pytest.approx(3 * cost(USAGE), rel=1e-9)
+        t = b.turn_usage()
+        assert t["requests"] == 1 and t["refused"] == 1 and t["exhausted"].startswith("owner daily requests")
+        assert owner_day(mariadb, 18)[0][1] == 1 and len(s.requests()) == 4
     finally:
         for x in (a, b, other, s):
             x.close()
+
+
+def test_owner_daily_tokens_reserve_the_estimate_and_settle_the_usage(tmp_path, mariadb):
+    """Each request reserves max_tokens (1000) plus its body's bytes / 4 and
+    settles to the 3645 tokens it really spent: two fit under 8000 (0 + est,
+    then 3645 + est), the third does not (7290 + est > 8000)."""
+    s = Standin(str(tmp_path), {"default": TEXT})
+    e = Egress(str(tmp_path), s.url, KEY, owner=19, db_url=mariadb.url, owner_day_tokens=8000)
+    try:
+        got = [request(e.sock, "POST", "/v1/messages", body()) for _ in range(3)]
+        assert [g[0] for g in got] == [200, 200, 400]
+        est = 1000 + len(json.dumps(body()).encode()) // 4
+        msg = json.loads(got[2][2])["error"]["message"]
+        assert "owner daily tokens: 7290 used + 0 reserved + %d asked of 8000" % est in msg, msg
+        assert owner_day(mariadb, 19) == ((7290, 2, pytest.approx(2 * cost(USAGE), rel=1e-9)), 0)
+        assert len(s.requests()) == 2
+    finally:
+        e.close()
+        s.close()
+
+
+def test_owner_daily_budget_holds_for_two_proxies_at_once(tmp_path, mariadb):
+    """Two proxies of one owner (two hosts' turns), 10 slow requests at
+    once: the owner's 4 requests of the day go to exactly 4 of them."""
+    s = Standin(str(tmp_path), {"default": dict(TEXT, delay_s=0.2)})
+    px = [Egress(str(tmp_path), s.url, KEY, agent=n, owner=20, db_url=mariadb.url, owner_day_requests=4)
+          for n in ("h1", "h2")]
+    try:
+        procs = [subprocess.Popen(["/usr/bin/python3", "-c", (
+            "import sys; sys.path.insert(0, %r); from egress_helpers import request;"
+            "print(request(%r, 'POST', '/v1/messages', %s)[0])") % (os.path.dirname(__file__), px[i % 2].sock,
+                                                                      json.dumps(body()).replace("true", "True"))],
+            stdout=subprocess.PIPE, text=True) for i in range(10)]
+        codes = sorted(int(p.communicate()[0]) for p in procs)
+        assert codes == [200] * 4 + [400] * 6 and len(s.requests()) == 4
+        assert owner_day(mariadb, 20)[0][:2] == (4 * 3645, 4) and owner_day(mariadb, 20)[1] == 0
+    finally:
+        for x in px + [s]:
+            x.close()
+
+
+def test_owner_daily_budget_needs_the_database(tmp_path):
+    r, w = os.pipe()
+    os.write(w, KEY.encode() + b"\n")
+    os.close(w)
+    p = subprocess.run([os.path.join(BIN, "agenttest-egress"), "--listen=%s/s" % tmp_path, "--key-fd=%d" % r,
+                        "--agent=a", "--owner=1", "--agent-ledger=%s/a" % tmp_path, "--turn-usage=%s/t" % tmp_path,
+                        "--owner-day-usd=5"], pass_fds=(r,), capture_output=True, text=True, timeout=10)
+    os.close(r)
+    assert p.returncode == 2 and json.loads(p.stderr)["code"] == "invalid_config"
+    assert "database URL" in json.loads(p.stderr)["error"]
 
 
 def test_concurrent_requests_respect_the_request_budget(stack):
@@ -218,7 +293,7 @@ def test_plain_http_upstream_only_on_loopback(tmp_path, url):
     os.write(w, KEY.encode())
     os.close(w)
     p = subprocess.run([os.path.join(BIN, "agenttest-egress"), "--listen=%s/s" % tmp_path, "--key-fd=%d" % r,
-                        "--agent=a", "--owner=1", "--agent-ledger=%s/a" % tmp_path, "--owner-dir=%s" % tmp_path,
+                        "--agent=a", "--owner=1", "--agent-ledger=%s/a" % tmp_path,
                         "--turn-usage=%s/t" % tmp_path, "--upstream=" + url], pass_fds=(r,), capture_output=True,
                        text=True, timeout=10)
     os.close(r)

@@ -1,4 +1,6 @@
-"""Assertions shared by the end-to-end tests."""
+"""Assertions and helpers shared by the end-to-end tests."""
+import subprocess
+from pathlib import Path
 
 SECURITY_HEADERS = {
     "Cache-Control": "no-store",
@@ -30,3 +32,13 @@ def assert_error(resp, status, code):
     assert isinstance(body["detail"], str) and body["detail"], body
     assert b"<html" not in resp.body.lower()
     return body
+
+
+def stack_sql(stack, q):
+    """One statement on the stack's MariaDB (the account scripts/lib/stack-mariadb.sh uses); rows as lists."""
+    user = subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
+    r = subprocess.run(["mariadb", "--no-defaults", "--protocol=socket",
+                        "--socket=%s" % (Path(stack.var) / "run" / "mysqld.sock"), "-u", user, "-N", "-B",
+                        "agenttest", "-e", q], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return [line.split("\t") for line in r.stdout.splitlines()]

@@ -10,7 +10,9 @@ and 503 with the upstream's Retry-After, another error as 502
 upstream_error, and each counts as a request; at most 3
 asks of one owner run at once (the 4th: 429 with Retry-After); an agent
 whose request budget is used up gets 402 budget_exhausted and nothing is
-sent.
+sent; every ask is on the owner's day, settled from its reservation, and a
+live reservation of another host's request that holds the rest of the day
+refuses an ask until it expires.
 
 The agents are claude-code agents created before any key is set: their
 first iteration fails at once with no_api_key (status error), so no agent
@@ -22,6 +24,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from helpers import stack_sql as sql
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -43,6 +47,7 @@ TURNS = [
     {"content": [{"type": "text", "text": "slow 2"}], "usage": SMALL, "hold_until": RELEASE},
     {"content": [{"type": "text", "text": "slow 3"}], "usage": SMALL, "hold_until": RELEASE},
     {"content": [{"type": "text", "text": "budget ask"}], "usage": SMALL},
+    {"content": [{"type": "text", "text": "room again"}], "usage": SMALL},
 ]
 
 
@@ -267,3 +272,35 @@ def test_used_up_budget_is_402_budget_exhausted(astack, tok, agents, standin):
     j = r.json()
     assert j["code"] == "budget_exhausted" and "agent requests: 1 of 1 used" in j["detail"], j
     assert len(standin.requests()) == seen
+
+
+def test_owner_day_is_reserved_across_hosts(astack, tok, agents, standin):
+    """The asks so far are on the owner's day, each settled from its
+    reservation (none is left); a reservation of another host's request in
+    flight that holds the rest of the day's USD refuses the ask before it is
+    sent, and once it expires (its proxy died) the ask goes through."""
+    aid = agents[0]
+    [[owner]] = sql(astack, "SELECT owner_id FROM agents WHERE id = '%s'" % aid)
+    [[asks, tokens]] = sql(astack, "SELECT SUM(requests), SUM(input + output + cache_write + cache_read) FROM "
+                                   "agent_llm_usage WHERE owner_id = %s AND kind = 'ask'" % owner)
+    [[day_requests, day_tokens]] = sql(astack, "SELECT requests, input + output + cache_write + cache_read FROM "
+                                               "llm_owner_day WHERE owner_id = %s AND day = UTC_DATE()" % owner)
+    assert (day_requests, day_tokens) == (asks, tokens) and int(asks) >= 1
+    assert sql(astack, "SELECT COUNT(*) FROM llm_reservations") == [["0"]]
+    # another host's turn has the rest of the day's 100 USD (the default) in flight
+    sql(astack, "INSERT INTO llm_reservations (owner_id, day, agent_id, kind, tokens, usd, expires_at) VALUES "
+                "(%s, UTC_DATE(), NULL, 'turn', 1000, 100, UTC_TIMESTAMP(6) + INTERVAL 1 HOUR)" % owner)
+    seen = len(standin.requests())
+    r = ask(astack, tok, aid, "is there room today?")
+    assert r.status == 402, r
+    j = r.json()
+    assert j["code"] == "budget_exhausted" and "owner daily usd" in j["detail"] and "reserved" in j["detail"], j
+    assert len(standin.requests()) == seen
+    sql(astack, "UPDATE llm_reservations SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND")
+    r = ask(astack, tok, aid, "and now?")
+    assert r.status == 200, r
+    assert len(standin.requests()) == seen + 1
+    assert sql(astack, "SELECT COUNT(*) FROM llm_reservations") == [["0"]]   # swept, and the ask's settled
+    [[day_requests2]] = sql(astack, "SELECT requests FROM llm_owner_day WHERE owner_id = %s AND day = UTC_DATE()"
+                            % owner)
+    assert int(day_requests2) == int(day_requests) + 1

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import stack_sql
+
 REPO = Path(__file__).resolve().parents[2]
 CLI = REPO / "node_modules/@anthropic-ai/claude-code/cli.js"
 pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="the agent sandbox needs root"),
@@ -220,6 +222,14 @@ def test_claude_code_iteration_scored_and_metered(lstack, tok, standin):
             assert KEY.encode() not in p.read_bytes(), p
     out = lstack.get(f"/api/agents/{aid}/stdout?tail=5000", token=tok)
     assert out.status == 200 and KEY not in out.body.decode("utf-8", "replace")
+    # the owner's day has every request, settled one by one by the proxy from its reservation in MariaDB
+    [[owner]] = stack_sql(lstack, "SELECT owner_id FROM agents WHERE id = '%s'" % aid)
+    [[day_tokens, day_requests, day_usd]] = stack_sql(
+        lstack, "SELECT input + output + cache_write + cache_read, requests, usd FROM llm_owner_day "
+                "WHERE owner_id = %s AND day = UTC_DATE()" % owner)
+    assert (int(day_tokens), int(day_requests)) == (total, len(reqs))
+    assert float(day_usd) == pytest.approx(cost, rel=1e-6)
+    assert stack_sql(lstack, "SELECT COUNT(*) FROM llm_reservations WHERE owner_id = %s" % owner) == [["0"]]
 
 
 def test_budget_exhaustion_pauses_and_a_raise_resumes(lstack, tok, standin):

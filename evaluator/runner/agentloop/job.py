@@ -2,12 +2,15 @@
 job kind (evaluator/runner/agent_job.c).
 
 Theory of operation. The runner writes one JSON object on stdin:
-{anthropic_key (LLM drivers only), agent: {id, root, challenge, goal,
-driver, model, seed, min_iterations, max_iterations, days_back, dataset;
-LLM drivers: owner_id, budget (what is left), upstream, command},
+{anthropic_key and database_url (LLM drivers only), agent: {id, root,
+challenge, goal, driver, model, seed, min_iterations, max_iterations,
+days_back, dataset; LLM drivers: owner_id, budget (what is left of the
+agent's, the owner's daily limits), upstream, command},
 iteration, entries: [the recorded iterations, dev side only: iteration,
-metrics, analysis, has_error, error], inbox: text}. The key goes on to the
-egress proxy's pipe and nowhere else (never a file, argv or environment).
+metrics, analysis, has_error, error], inbox: text}. The key and the
+database URL (where the proxy reserves the owner's daily budget) go on to
+the egress proxy's pipe and nowhere else (never a file, argv or
+environment).
 This process runs iteration.run_iteration and writes one JSON object on
 stdout: {status: ok|stopped|budget_exhausted, entry, score, holdout_score,
 direction, state_md, notes, stdout_tail, llm_usage: {tokens, exhausted}
@@ -119,6 +122,8 @@ def main():
     agent, n = req["agent"], int(req["iteration"])
     if req.get("anthropic_key"):
         agent["anthropic_key"] = req.pop("anthropic_key")
+    if req.get("database_url"):
+        agent["database_url"] = req.pop("database_url")
     usage = {}
     signal.signal(signal.SIGTERM, _on_term)
     from agenttest.evaluator import challenges

@@ -4,10 +4,12 @@ agent command line with the same contract).
 
 Theory of operation. For one agent turn the trusted side
   1. starts bin/agenttest-egress outside the box, hands it the owner's key
-     on a pipe (never argv, environment or a file), fresh per-turn ledger
-     files and the budgets: what is left of the agent's and of the owner's
-     day, which the runner's agent kind read from MariaDB (agent_llm.c,
-     sql/015); it listens on <root>/egress/egress.sock;
+     and the database URL on a pipe (never argv, environment or a file),
+     fresh per-turn ledger files and the budgets: what is left of the
+     agent's, which the runner's agent kind read from MariaDB (agent_llm.c,
+     sql/015), and the owner's daily limits, which the proxy reserves
+     against in MariaDB request by request (common/llm_reserve.c, sql/028);
+     it listens on <root>/egress/egress.sock;
   2. writes the CLI's files into the workspace: .claude/settings.local.json
      (the original's allow-list), a private HOME (.home) and TMPDIR (.tmp);
   3. runs the CLI in the agent sandbox (--profile=agent: its own network
@@ -43,7 +45,8 @@ ALLOW = ["Bash(*)", "Read(*)", "Write(*)", "Edit(*)", "Glob(*)", "Grep(*)", "Web
          "TodoWrite(*)", "NotebookEdit(*)", "Task(*)"]
 
 # Budget defaults (docs/agents.md) for a caller that gives none; the runner
-# always gives all six: what is left of each in MariaDB (agent_llm.c).
+# always gives all six (what is left of the agent's in MariaDB, the owner's
+# daily limits) and the database URL (agent_llm.c).
 BUDGET_KEYS = {
     "tokens": ("AGENTTEST_LLM_AGENT_TOKENS", 20000000), "usd": ("AGENTTEST_LLM_AGENT_USD", 20.0),
     "requests": ("AGENTTEST_LLM_AGENT_REQUESTS", 5000),
@@ -132,26 +135,28 @@ class Egress:
         os.makedirs(self.dir, exist_ok=True)
         os.chmod(self.dir, 0o755)
         os.makedirs(led, mode=0o700, exist_ok=True)
-        # per-turn cache only: the limits are what is left in MariaDB, so
-        # every ledger starts at zero (a file left by an interrupted turn is
-        # dropped; that turn was never charged)
-        owner_dir = os.path.join(led, "owner")
-        os.makedirs(owner_dir, mode=0o700, exist_ok=True)
+        # per-turn cache only: the agent's limits are what is left in
+        # MariaDB, so every ledger starts at zero (a file left by an
+        # interrupted turn is dropped; that turn was never charged)
         self.turn = os.path.join(led, "turn.json")
         agent_ledger = os.path.join(led, "agent.json")
-        stale = [self.turn, agent_ledger] + [os.path.join(owner_dir, f) for f in os.listdir(owner_dir)]
-        for p in stale + [x + ".lock" for x in (self.turn, agent_ledger)]:
+        for p in [self.turn, agent_ledger] + [x + ".lock" for x in (self.turn, agent_ledger)]:
             if os.path.exists(p):
                 os.unlink(p)
         argv = [os.path.join(bindir, "agenttest-egress"), "--listen=%s/egress.sock" % self.dir,
                 "--agent=%s" % agent["id"], "--owner=%d" % int(agent.get("owner_id", 0)),
-                "--agent-ledger=%s" % agent_ledger, "--owner-dir=%s" % owner_dir,
-                "--turn-usage=%s" % self.turn,
+                "--agent-ledger=%s" % agent_ledger, "--turn-usage=%s" % self.turn,
                 "--agent-tokens=%d" % limits["tokens"], "--agent-usd=%.6f" % limits["usd"],
-                "--agent-requests=%d" % limits["requests"],
-                "--owner-day-tokens=%d" % limits["owner_day_tokens"],
-                "--owner-day-usd=%.6f" % limits["owner_day_usd"],
-                "--owner-day-requests=%d" % limits["owner_day_requests"]]
+                "--agent-requests=%d" % limits["requests"]]
+        db_url = agent.get("database_url") or ""
+        if db_url:   # the owner's day is reserved in MariaDB, shared by every host
+            argv += ["--owner-day-tokens=%d" % limits["owner_day_tokens"],
+                     "--owner-day-usd=%.6f" % limits["owner_day_usd"],
+                     "--owner-day-requests=%d" % limits["owner_day_requests"]]
+        elif any(k.startswith("owner_day_") for k in agent.get("budget") or {}):
+            raise ValueError("the owner's daily budget needs the database URL")
+        if "\n" in db_url:
+            raise ValueError("the database URL must be one line")
         if agent.get("upstream"):
             argv.append("--upstream=%s" % agent["upstream"])
         r, w = os.pipe()
@@ -160,7 +165,7 @@ class Egress:
         self.p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.log,
                                   pass_fds=(r,), start_new_session=True)
         os.close(r)
-        os.write(w, key.encode() + b"\n")
+        os.write(w, key.encode() + b"\n" + db_url.encode() + b"\n")
         os.close(w)
         line = self.p.stdout.readline()
         if line.strip() != b"ready":

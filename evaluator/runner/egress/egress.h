@@ -12,13 +12,17 @@
  *
  * Per connection the proxy forks a child (http_in.c reads one request,
  * forward.c sends it upstream with libcurl and streams the answer back),
- * so one stuck request never blocks another and all shared state lives in
- * the ledger files (ledger.c), updated under flock: the agent's totals,
- * the owner's totals of the UTC day, and this turn's usage. A request is
- * admitted only while every budget has room (counted before it is sent:
- * the request itself; after it ends: its tokens and their price from
- * common/llm_prices.c, metered by meter.c from the response's usage fields, SSE
- * message_start / message_delta included).
+ * so one stuck request never blocks another. The agent's state lives in
+ * the ledger files (ledger.c), updated under flock: the agent's totals and
+ * this turn's usage. The owner's budget of the UTC day is shared by all of
+ * the owner's agents on every host, so it lives in MariaDB (owner.c,
+ * common/llm_reserve.c): under the agent's locks, each request reserves
+ * its estimate there, and the reservation is settled to the real usage
+ * when the response has ended. A request is admitted only while every
+ * budget has room (counted before it is sent: the request itself and, for
+ * the owner's day, its estimate; after it ends: its tokens and their price
+ * from common/llm_prices.c, metered by meter.c from the response's usage
+ * fields, SSE message_start / message_delta included).
  */
 #ifndef AGENTTEST_EGRESS_H
 #define AGENTTEST_EGRESS_H
@@ -28,8 +32,14 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "db.h"
+#include "dburl.h"
 #include "llm_prices.h"
+#include "llm_reserve.h"
 #include "llm_upstream.h"
+
+struct egress_owner;
+struct egress_request;
 
 /* Token counts of one response (or a sum of them). */
 struct egress_usage {
@@ -65,7 +75,7 @@ struct egress_totals {
 	int64_t requests;
 	double  usd;
 	int64_t refused;       /* requests refused for a budget */
-	char    exhausted[64]; /* which budget refused the last one ("" none) */
+	char    exhausted[160]; /* which budget refused the last one ("" none) */
 };
 
 /* A budget: < 0 means no limit on that quantity. */
@@ -76,22 +86,57 @@ struct egress_limits {
 
 struct egress_ledger {
 	const char *agent_path;   /* the agent's lifetime totals */
-	const char *owner_dir;    /* owner-<id>-<YYYY-MM-DD>.json, UTC day */
-	uint64_t    owner_id;
 	const char *turn_path;    /* this turn's usage (read by the trusted side) */
-	struct egress_limits agent, owner_day;
+	struct egress_limits agent;
 };
+
+/* ---- owner.c: the owner's budget of the UTC day, reserved in MariaDB ---- */
+
+#define EGRESS_RESERVE_TTL_S (3600 + 300)   /* forward.c's transfer timeout and a margin */
+
+/* The owner's day of one proxy child (one request at a time). */
+struct egress_owner {
+	const struct dburl *url;  /* NULL: no owner-day budget (a proxy started without a database) */
+	uint64_t    owner_id;
+	const char *agent_id;
+	struct llm_reserve_limits lim;
+	struct db  *db;           /* the child's own connection, opened on first use */
+	uint64_t    res;          /* the current request's reservation, 0 none */
+};
+
+/*
+ * Reserve est against the owner's day (common/llm_reserve.c): 1 reserved
+ * (o->res set; also when o has no database: nothing to reserve), 0 refused
+ * (why), -1 database error (why).
+ */
+int egress_owner_reserve(struct egress_owner *o, const struct llm_reserve_usage *est, struct buf *why);
+/* Settle the current reservation to the real usage and cost (logged on failure; it expires then). */
+void egress_owner_settle(struct egress_owner *o, const struct egress_usage *u, double usd);
+/*
+ * The estimate of a request before it is sent: its max_tokens (when the
+ * body names one) as output tokens and its body's bytes / 4 as input
+ * tokens, priced by pr; zero tokens for count_tokens (unmetered).
+ */
+void egress_estimate(const struct egress_request *r, const struct llm_price *pr, bool metered,
+		     struct llm_reserve_usage *est);
+/* Drop the current reservation uncharged (the request was not sent). */
+void egress_owner_cancel(struct egress_owner *o);
+/* Close the child's connection. */
+void egress_owner_free(struct egress_owner *o);
 
 /* Tokens of a usage as budgets count them: all four kinds. */
 int64_t egress_tokens(const struct egress_usage *u);
 /*
- * Admit one request: under the locks, check every budget and count the
- * request in all three files. Returns 1 admitted, 0 refused (why names the
- * budget, e.g. "agent usd: 2.000000 of 2.000000 used"; the refusal is
- * recorded), -1 on an I/O error (why says what failed; nothing admitted).
+ * Admit one request: under the locks, check the agent's budget, then
+ * reserve est against the owner's day (egress_owner_reserve, skipped when
+ * o has no database), and count the request in both files. Returns 1
+ * admitted, 0 refused (why names the budget, e.g. "agent usd: 2.000000 of
+ * 2.000000 used" or "owner daily tokens: ..."; the refusal is recorded),
+ * -1 on an I/O or database error (why says what failed; nothing admitted).
  */
-int egress_ledger_admit(const struct egress_ledger *l, struct buf *why);
-/* Add a finished request's usage and cost to the three files. */
+int egress_ledger_admit(const struct egress_ledger *l, struct egress_owner *o, const struct llm_reserve_usage *est,
+			struct buf *why);
+/* Add a finished request's usage and cost to both files. */
 bool egress_ledger_charge(const struct egress_ledger *l, const struct egress_usage *u, double usd);
 /* Read a ledger file; a missing file reads as zeros. False on a bad file. */
 bool egress_totals_read(const char *path, struct egress_totals *t);
@@ -143,6 +188,7 @@ struct egress_ctx {
 	const char *agent_id;
 	const struct llm_prices *prices;
 	const struct egress_ledger *ledger;
+	const struct egress_owner *owner;   /* copied per connection */
 };
 
 /* Serve one client connection from start to end (the child's whole job). */

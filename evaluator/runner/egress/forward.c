@@ -11,7 +11,9 @@
  * event reaches the agent as soon as it reaches the proxy; the meter sees
  * the same bytes on the way. 429 and 529 are passed back as they are, with
  * their Retry-After: the proxy never retries (the agent's CLI decides, and
- * each attempt counts as a request).
+ * each attempt counts as a request). The owner's day is settled (owner.c)
+ * before the final chunk, like the ledger files, so an agent that has seen
+ * the end of an answer also sees its usage counted.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -313,6 +315,9 @@ void egress_serve(const struct egress_ctx *cx, int fd)
 	double t0 = now_ms();
 	char *model = NULL;
 	bool metered = false;
+	struct egress_owner own = *cx->owner;   /* this child's: its own connection and reservation */
+	own.db = NULL;
+	own.res = 0;
 	int st = egress_read_request(fd, &r, &err);
 	if (st != 0) {
 		egress_reply_error(fd, st, "invalid_request_error", buf_cstr(&err), NULL);
@@ -336,7 +341,11 @@ void egress_serve(const struct egress_ctx *cx, int fd)
 		goto out;
 	}
 	buf_reset(&err);
-	int adm = egress_ledger_admit(cx->ledger, &err);
+	struct llm_reserve_usage est;
+	egress_estimate(&r, price, metered, &est);
+	int adm = egress_ledger_admit(cx->ledger, &own, &est, &err);
+	if (adm < 0)
+		egress_owner_cancel(&own);   /* the ledger was not written after a reservation */
 	if (adm <= 0) {
 		struct buf msg = BUF_INIT;
 		buf_printf(&msg, "agenttest budget exhausted (%s)", buf_cstr(&err));
@@ -356,12 +365,14 @@ void egress_serve(const struct egress_ctx *cx, int fd)
 	double usd = metered ? llm_price_cost(price, u.input, u.output, u.cache_write, u.cache_read) : 0.0;
 	if (!metered)
 		memset(&u, 0, sizeof u);   /* count_tokens reports no usage to charge */
+	egress_owner_settle(&own, &u, usd);
 	if (!egress_ledger_charge(cx->ledger, &u, usd))
 		log_msg(LOG_LVL_ERROR, "egress_ledger", "usage of a request could not be written");
 	if (complete)
 		write_all(fd, "0\r\n\r\n", 5);
 	log_request(cx, &r, model, ust ? ust : 502, &u, usd, now_ms() - t0, errbuf[0] ? errbuf : NULL);
 out:
+	egress_owner_free(&own);
 	free(model);
 	buf_free(&err);
 	egress_request_free(&r);

@@ -3,16 +3,17 @@
  * rewritten atomically (temporary file, fsync, rename) under an flock on a
  * sibling "<file>.lock".
  *
- * Three files take part in every request, always locked in the same order
- * (agent, owner-day, turn) so concurrent proxy children never deadlock:
- * the agent's lifetime totals (its budget), the owner's totals of the
- * current UTC day (the per-owner daily budget, shared by all of the
- * owner's agents on this host), and the current turn's usage, which the
- * trusted side reads into the iteration when the turn ends. A request is
- * counted when it is admitted (so a burst cannot pass a request budget) and
- * its tokens and cost when its response has ended; the overshoot of a token
- * or USD budget is therefore at most what the requests in flight at that
- * moment spend.
+ * Two files take part in every request, always locked in the same order
+ * (agent, turn) so concurrent proxy children never deadlock: the agent's
+ * lifetime totals (its budget) and the current turn's usage, which the
+ * trusted side reads into the iteration when the turn ends. The owner's
+ * budget of the day is not a file: it is shared by the owner's agents on
+ * every host, so admitting a request also reserves its estimate in MariaDB
+ * (owner.c), while the agent's locks are held (a refusal there is recorded
+ * in these files like any other). A request is counted when it is admitted
+ * (so a burst cannot pass a request budget) and its tokens and cost when
+ * its response has ended; the overshoot of the agent's token or USD budget
+ * is therefore at most what its requests in flight at that moment spend.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -117,37 +118,26 @@ static int lock_file(const char *path)
 	return fd;
 }
 
-/* The owner-day ledger path for today (UTC). */
-static bool owner_path(const struct egress_ledger *l, char *out, size_t n)
-{
-	time_t now = time(NULL);
-	struct tm tm;
-	char day[16];
-	if (!gmtime_r(&now, &tm) || strftime(day, sizeof day, "%Y-%m-%d", &tm) == 0)
-		return false;
-	return (size_t)snprintf(out, n, "%s/owner-%llu-%s.json", l->owner_dir,
-		(unsigned long long)l->owner_id, day) < n;
-}
+#define HELD 2   /* the agent's file, the turn's file */
 
-/* The three files of a request, locked, their totals read. */
+/* The files of a request, locked, their totals read. */
 struct held {
-	char path[3][4200];
-	int  lock[3];
-	struct egress_totals t[3];
+	char path[HELD][4200];
+	int  lock[HELD];
+	struct egress_totals t[HELD];
 };
 
-/* Lock and read all three (agent, owner-day, turn). False on any error. */
+/* Lock and read both (agent, turn). False on any error. */
 static bool hold(const struct egress_ledger *l, struct held *h, struct buf *why)
 {
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < HELD; i++)
 		h->lock[i] = -1;
 	if ((size_t)snprintf(h->path[0], sizeof h->path[0], "%s", l->agent_path) >= sizeof h->path[0] ||
-	    !owner_path(l, h->path[1], sizeof h->path[1]) ||
-	    (size_t)snprintf(h->path[2], sizeof h->path[2], "%s", l->turn_path) >= sizeof h->path[2]) {
+	    (size_t)snprintf(h->path[1], sizeof h->path[1], "%s", l->turn_path) >= sizeof h->path[1]) {
 		buf_puts(why, "ledger path too long");
 		return false;
 	}
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < HELD; i++) {
 		h->lock[i] = lock_file(h->path[i]);
 		if (h->lock[i] < 0 || !egress_totals_read(h->path[i], &h->t[i])) {
 			buf_printf(why, "ledger %s unreadable", h->path[i]);
@@ -161,11 +151,11 @@ static bool hold(const struct egress_ledger *l, struct held *h, struct buf *why)
 static bool release(struct held *h, bool commit)
 {
 	bool ok = true;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < HELD; i++) {
 		if (commit && h->lock[i] >= 0)
 			ok = totals_write(h->path[i], &h->t[i]) && ok;
 	}
-	for (int i = 2; i >= 0; i--) {
+	for (int i = HELD - 1; i >= 0; i--) {
 		if (h->lock[i] >= 0)
 			close(h->lock[i]);
 		h->lock[i] = -1;
@@ -192,7 +182,8 @@ static bool within(const struct egress_totals *t, const struct egress_limits *li
 	return true;
 }
 
-int egress_ledger_admit(const struct egress_ledger *l, struct buf *why)
+int egress_ledger_admit(const struct egress_ledger *l, struct egress_owner *o, const struct llm_reserve_usage *est,
+			struct buf *why)
 {
 	struct held h;
 	if (!hold(l, &h, why)) {
@@ -200,9 +191,18 @@ int egress_ledger_admit(const struct egress_ledger *l, struct buf *why)
 		return -1;
 	}
 	struct buf reason = BUF_INIT;
-	bool ok = within(&h.t[0], &l->agent, "agent", &reason) &&
-		within(&h.t[1], &l->owner_day, "owner daily", &reason);
-	for (int i = 0; i < 3; i++) {
+	bool ok = within(&h.t[0], &l->agent, "agent", &reason);
+	if (ok) {
+		int rc = egress_owner_reserve(o, est, &reason);
+		if (rc < 0) {   /* the database failed: nothing admitted, nothing recorded */
+			buf_puts(why, buf_cstr(&reason));
+			buf_free(&reason);
+			release(&h, false);
+			return -1;
+		}
+		ok = rc == 1;
+	}
+	for (int i = 0; i < HELD; i++) {
 		if (ok) {
 			h.t[i].requests++;
 		} else {
@@ -225,7 +225,7 @@ bool egress_ledger_charge(const struct egress_ledger *l, const struct egress_usa
 	struct buf why = BUF_INIT;
 	bool ok = hold(l, &h, &why);
 	buf_free(&why);
-	for (int i = 0; ok && i < 3; i++) {
+	for (int i = 0; ok && i < HELD; i++) {
 		h.t[i].u.input += u->input;
 		h.t[i].u.output += u->output;
 		h.t[i].u.cache_write += u->cache_write;

@@ -2,7 +2,9 @@
  * agenttest-egress: the egress proxy of one LLM agent turn (theory of
  * operation in egress.h; options in docs/agents.md).
  *
- * The parent reads the key from --key-fd, makes itself undumpable (no
+ * The parent reads the key from --key-fd (its first line; a second line,
+ * when present, is the database URL the owner's daily budget is reserved
+ * in: owner.c), makes itself undumpable (no
  * ptrace, no /proc/<pid>/mem or environ for anyone but root), listens on
  * the unix socket --listen, prints "ready" on stdout, then accepts: each
  * connection is served by a forked child (at most --max-conns at once;
@@ -29,7 +31,8 @@
 #include "log.h"
 #include "parse.h"
 
-#define KEY_MAX 256
+#define KEY_MAX    256
+#define SECRET_MAX (KEY_MAX + DBURL_MAX + 4)   /* the key line and the database URL line */
 
 static volatile sig_atomic_t stopping;
 
@@ -42,7 +45,7 @@ static void on_stop(int sig)
 static void usage(void)
 {
 	fprintf(stderr, "usage: agenttest-egress --listen=SOCKET --key-fd=N --agent=ID --owner=N "
-		"--agent-ledger=FILE --owner-dir=DIR --turn-usage=FILE [--upstream=URL] [--prices=FILE] "
+		"--agent-ledger=FILE --turn-usage=FILE [--upstream=URL] [--prices=FILE] "
 		"[--agent-tokens=N] [--agent-usd=X] [--agent-requests=N] [--owner-day-tokens=N] "
 		"[--owner-day-usd=X] [--owner-day-requests=N] [--max-conns=N]\n");
 	exit(2);
@@ -55,27 +58,51 @@ static void die_config(const char *what)
 	exit(2);
 }
 
-/* Read the key (one line) from fd into key; validate its characters. */
-static void read_key(int fd, char *key)
+/*
+ * Read fd to its end: the key (first line) into key, validated, and the
+ * database URL (second line, optional) parsed into *db (*has_db says
+ * whether there was one). Everything read is wiped.
+ */
+static void read_secrets(int fd, char *key, struct dburl *db, bool *has_db)
 {
+	static char raw[SECRET_MAX + 1];
 	size_t n = 0;
 	for (;;) {
-		ssize_t r = read(fd, key + n, KEY_MAX - n);
+		ssize_t r = read(fd, raw + n, SECRET_MAX - n);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
 			break;
 		n += (size_t)r;
-		if (n == KEY_MAX)
-			die_config("the key is too long");
+		if (n == SECRET_MAX)
+			die_config("the key or the database URL is too long");
 	}
 	close(fd);
-	while (n > 0 && (key[n - 1] == '\n' || key[n - 1] == '\r'))
-		n--;
-	key[n] = '\0';
-	if (n < 8)
+	raw[n] = '\0';
+	char *nl = memchr(raw, '\n', n), *url = nl ? nl + 1 : NULL;
+	size_t kn = nl ? (size_t)(nl - raw) : n;
+	if (kn > 0 && raw[kn - 1] == '\r')
+		kn--;
+	if (kn > KEY_MAX)
+		die_config("the key is too long");
+	memcpy(key, raw, kn);
+	key[kn] = '\0';
+	*has_db = false;
+	if (url) {
+		size_t un = strcspn(url, "\r\n");
+		url[un] = '\0';
+		if (un > 0) {
+			struct buf err = BUF_INIT;
+			if (!dburl_parse(url, db, &err))
+				die_config("the database URL on --key-fd is malformed");
+			buf_free(&err);
+			*has_db = true;
+		}
+	}
+	explicit_bzero(raw, sizeof raw);
+	if (kn < 8)
 		die_config("no key on --key-fd");
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < kn; i++) {
 		char c = key[i];
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_'))
 			die_config("the key has characters outside [A-Za-z0-9_-]");
@@ -119,6 +146,17 @@ static int listen_on(const char *path)
 	return fd;
 }
 
+/* Drop expired reservations of any owner (best effort: each reservation sweeps its owner's too). */
+static void sweep(const struct dburl *u)
+{
+	struct db *db = db_new(u);
+	struct buf err = BUF_INIT;
+	if (llm_reserve_sweep(db, &err) < 0)
+		log_msg(LOG_LVL_WARNING, "egress_sweep", "expired reservations not swept: %s", buf_cstr(&err));
+	buf_free(&err);
+	db_free(db);   /* before any fork: no child inherits a live connection */
+}
+
 /* The children serving connections. */
 static pid_t kids[64];
 static int nkids;
@@ -141,7 +179,10 @@ int main(int argc, char **argv)
 	const char *listen_path = NULL, *prices_path = getenv("AGENTTEST_LLM_PRICES");
 	const char *upstream = getenv("AGENTTEST_ANTHROPIC_UPSTREAM");
 	int key_fd = -1, max_conns = 8;
-	struct egress_ledger led = { .agent = { -1, -1, -1.0 }, .owner_day = { -1, -1, -1.0 } };
+	struct egress_ledger led = { .agent = { -1, -1, -1.0 } };
+	struct egress_owner own = { .lim = { -1, -1, -1.0 } };
+	struct dburl dbu = { 0 };
+	bool has_db = false, owner_limited = false;
 	struct egress_ctx cx = { 0 };
 	for (int i = 1; i < argc; i++) {
 		char *a = argv[i], *v = strchr(a, '=');
@@ -153,20 +194,19 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--prices")) prices_path = v;
 		else if (!strcmp(a, "--key-fd")) key_fd = (int)opt_i64(v, "--key-fd");
 		else if (!strcmp(a, "--agent")) cx.agent_id = v;
-		else if (!strcmp(a, "--owner")) led.owner_id = (uint64_t)opt_i64(v, "--owner");
+		else if (!strcmp(a, "--owner")) own.owner_id = (uint64_t)opt_i64(v, "--owner");
 		else if (!strcmp(a, "--agent-ledger")) led.agent_path = v;
-		else if (!strcmp(a, "--owner-dir")) led.owner_dir = v;
 		else if (!strcmp(a, "--turn-usage")) led.turn_path = v;
 		else if (!strcmp(a, "--agent-tokens")) led.agent.tokens = opt_i64(v, a);
 		else if (!strcmp(a, "--agent-requests")) led.agent.requests = opt_i64(v, a);
 		else if (!strcmp(a, "--agent-usd")) led.agent.usd = opt_usd(v, a);
-		else if (!strcmp(a, "--owner-day-tokens")) led.owner_day.tokens = opt_i64(v, a);
-		else if (!strcmp(a, "--owner-day-requests")) led.owner_day.requests = opt_i64(v, a);
-		else if (!strcmp(a, "--owner-day-usd")) led.owner_day.usd = opt_usd(v, a);
+		else if (!strcmp(a, "--owner-day-tokens")) own.lim.tokens = opt_i64(v, a), owner_limited = true;
+		else if (!strcmp(a, "--owner-day-requests")) own.lim.requests = opt_i64(v, a), owner_limited = true;
+		else if (!strcmp(a, "--owner-day-usd")) own.lim.usd = opt_usd(v, a), owner_limited = true;
 		else if (!strcmp(a, "--max-conns")) max_conns = (int)opt_i64(v, a);
 		else usage();
 	}
-	if (!listen_path || key_fd < 0 || !cx.agent_id || !led.agent_path || !led.owner_dir || !led.turn_path)
+	if (!listen_path || key_fd < 0 || !cx.agent_id || !led.agent_path || !led.turn_path)
 		usage();
 	if (max_conns < 1 || max_conns > 64)
 		die_config("--max-conns must be 1..64");
@@ -186,13 +226,20 @@ int main(int argc, char **argv)
 	}
 	prctl(PR_SET_DUMPABLE, 0);
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
-	read_key(key_fd, key);
+	read_secrets(key_fd, key, &dbu, &has_db);
+	if (owner_limited && !has_db)
+		die_config("the owner's daily budget (--owner-day-*) needs the database URL on --key-fd");
+	own.url = has_db ? &dbu : NULL;
+	own.agent_id = cx.agent_id;
+	if (has_db)
+		sweep(&dbu);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
 		die_config("libcurl could not start");
 	cx.upstream = up;
 	cx.key = key;
 	cx.prices = &prices;
 	cx.ledger = &led;
+	cx.owner = &own;
 	signal(SIGPIPE, SIG_IGN);
 	struct sigaction sa = { .sa_handler = on_stop };
 	sigaction(SIGTERM, &sa, NULL);
@@ -238,6 +285,7 @@ int main(int argc, char **argv)
 		waitpid(kids[i], NULL, 0);
 	explicit_bzero(key, sizeof key);
 	llm_prices_free(&prices);
+	dburl_free(&dbu);
 	free(up);
 	curl_global_cleanup();
 	return 0;

@@ -4,10 +4,11 @@
  * migration applied (sql/015_llm_budgets.sql): budgets left from the
  * agent's own limits or the operator's defaults and from the owner's UTC
  * day; charges from two connections at once (two runner hosts) never lose
- * one (agent totals, owner day and usage rows all add up exactly); the
- * exhausted budget is named; the key comes from the owner's row, else the
- * admin default (owner 0), else none; the spliced request is the request
- * with the key first.
+ * one (agent totals and usage rows all add up exactly) and leave the
+ * owner's day alone (the egress proxy settled it request by request,
+ * common/llm_reserve.c); the exhausted budget is named; the key comes from
+ * the owner's row, else the admin default (owner 0), else none; the
+ * spliced request is the request with the key first and the database URL.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -164,11 +165,10 @@ static void test_concurrent_charges_all_count_and_exhaust(void **state)
 		pthread_join(th[i], NULL);
 		assert_false(h[i].failed);
 	}
-	assert_int_equal(one_int("SELECT requests FROM llm_owner_day WHERE owner_id = 7 AND day = UTC_DATE()"),
-			 2 * CHARGES);
-	assert_int_equal(one_int("SELECT input + output + cache_write + cache_read FROM llm_owner_day WHERE owner_id = 7"),
-			 2 * CHARGES * 100);
-	assert_int_equal(one_int("SELECT ROUND(usd * 100) FROM llm_owner_day WHERE owner_id = 7"), 2 * CHARGES * 25);
+	/* the owner's day is the proxy's to charge (per request, at settle time): a turn's charge leaves it */
+	assert_int_equal(one_int("SELECT COUNT(*) FROM llm_owner_day WHERE owner_id = 7"), 0);
+	ok(db, "INSERT INTO llm_owner_day (owner_id, day, input, output, cache_write, cache_read, requests, usd) "
+	   "VALUES (7, UTC_DATE(), 3000, 1500, 300, 200, 50, 12.5)", NULL, 0);
 	assert_int_equal(one_int("SELECT llm_requests FROM agents WHERE id = '" A1 "'"), CHARGES);
 	assert_int_equal(one_int("SELECT tokens_cache_write FROM agents WHERE id = '" A2 "'"), CHARGES * 6);
 	assert_int_equal(one_int("SELECT COUNT(*) FROM agent_llm_usage WHERE owner_id = 7 AND kind = 'turn'"), 2 * CHARGES);
@@ -204,11 +204,19 @@ static void test_key_own_then_default_then_none(void **state)
 	assert_string_equal(buf_cstr(&l.key), "sk-ant-own-key-1111111111111111");
 	/* the request with the key first, still one JSON object */
 	struct buf out = BUF_INIT;
-	agent_llm_splice(&l, "{\"agent\":{\"id\":\"x\"},\"iteration\":1}", &out);
+	const char *url = "mariadb://u:p%22\"w@localhost/db?socket=/run/my sql.sock";
+	agent_llm_splice(&l, url, "{\"agent\":{\"id\":\"x\"},\"iteration\":1}", &out);
 	json_object *o = json_tokener_parse(buf_cstr(&out)), *v;
 	assert_non_null(o);
 	assert_true(json_object_object_get_ex(o, "anthropic_key", &v));
 	assert_string_equal(json_object_get_string(v), "sk-ant-own-key-1111111111111111");
+	assert_true(json_object_object_get_ex(o, "database_url", &v));
+	assert_string_equal(json_object_get_string(v), url);
+	json_object_put(o);
+	agent_llm_splice(&l, NULL, "{\"iteration\":2}", &out);   /* no database: no database_url */
+	o = json_tokener_parse(buf_cstr(&out));
+	assert_non_null(o);
+	assert_false(json_object_object_get_ex(o, "database_url", &v));
 	assert_true(json_object_object_get_ex(o, "iteration", &v));
 	json_object_put(o);
 	/* a store opened with another server secret: an error whose text holds no key */
