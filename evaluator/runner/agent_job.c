@@ -266,7 +266,8 @@ static const char *aj_str(json_object *o, const char *k);
  * harness never reported: agent_llm_ledger.c) and charge it on db in a
  * transaction of its own, `what` naming whose usage it is for the log. The
  * usage was spent whether or not this attempt keeps its lease, so it is
- * charged unguarded. Returns whether something was charged; a failure is
+ * charged unguarded. Without a connection (db NULL) the file is left for
+ * the next attempt. Returns whether something was charged; a failure is
  * logged with the numbers.
  */
 static bool aj_charge_ledger(struct db *db, struct ajob *a, const char *root, const char *what)
@@ -274,20 +275,24 @@ static bool aj_charge_ledger(struct db *db, struct ajob *a, const char *root, co
 	json_object *u = NULL, *t = NULL;
 	struct buf err = BUF_INIT;
 	bool charged = false;
+	if (!db) {
+		log_msg(LOG_LVL_WARNING, "agent_llm", "agent %s iteration %lld: no database connection: the turn ledger of "
+			"%s is left for the next attempt", a->agent_id, a->n, what);
+		return false;
+	}
 	int got = agent_llm_take_ledger(root, &u, &err);
 	if (got > 0 && json_object_object_get_ex(u, "tokens", &t)) {
-		if (db && db_begin(db) == DB_OK &&
+		if (db_begin(db) == DB_OK &&
 		    agent_llm_charge(db, &a->lb, a->agent_id, a->n, a->id, t, aj_str(u, "exhausted"), &err) == 0 &&
 		    db_commit(db) == DB_OK) {
 			charged = true;
 			log_msg(LOG_LVL_INFO, "agent_llm", "agent %s iteration %lld: charged the usage of %s: %s", a->agent_id,
 				a->n, what, json_object_to_json_string_ext(t, JSON_C_TO_STRING_PLAIN));
 		} else {
-			if (db)
-				db_rollback(db);
+			db_rollback(db);
 			log_msg(LOG_LVL_WARNING, "agent_llm", "agent %s iteration %lld: the usage of %s is not charged: %s (%s)",
 				a->agent_id, a->n, what, json_object_to_json_string_ext(t, JSON_C_TO_STRING_PLAIN),
-				db ? (err.len ? buf_cstr(&err) : db_error(db)) : "no database connection");
+				err.len ? buf_cstr(&err) : db_error(db));
 		}
 	} else if (got < 0) {
 		log_msg(LOG_LVL_WARNING, "agent_llm", "agent %s iteration %lld: the turn ledger of %s: %s", a->agent_id, a->n,
