@@ -154,6 +154,16 @@ void agent_llm_request(const struct agent_llm *l, const struct agent_llm_env *e,
 void agent_llm_splice(const struct agent_llm *l, const char *db_url, const char *request, struct buf *out);
 
 /*
+ * Take the turn ledger of the agent directory root (<root>/llm/turn.json,
+ * the egress proxy's metering of the current or last turn): read it into
+ * *usage as an llm_usage object {tokens {input, output, cache_write,
+ * cache_read, total, requests, refused, cost}, exhausted} and remove the
+ * file (agent_llm_ledger.c says why). 1 taken, 0 no file, -1 unreadable
+ * (err; a malformed file is removed, one that cannot be removed is kept).
+ */
+int agent_llm_take_ledger(const char *root, json_object **usage, struct buf *err);
+
+/*
  * Record one turn's metered usage (the harness's tokens object: input,
  * output, cache_write, cache_read, requests, refused, cost): add it to the
  * agent's totals, then one agent_llm_usage row (inside the caller's

@@ -19,7 +19,12 @@
  *            holdout). An LLM driver with no key fails (no_api_key: the
  *            agent goes to error), one with a budget used up does not run
  *            (budget_exhausted); the key travels only inside the request
- *            on the harness's stdin, which is wiped after the write
+ *            on the harness's stdin, which is wiped after the write. The
+ *            proxy's turn ledger is the fallback record of an LLM turn's
+ *            spending (agent_llm_ledger.c): when the harness fails (the
+ *            iteration is retried or fails), is handed back, or died with
+ *            an earlier runner, the runner charges the ledger itself on
+ *            its own connection, so a failed attempt is never free
  *   commit   in the finishing transaction: an LLM turn's metered usage
  *            (whatever the turn came to), the entry, the delivery of
  *            exactly the messages it was given (newer ones wait for the
@@ -256,6 +261,71 @@ static char *aj_request(const struct ajob *a, const struct agent_env *env)
 
 static const char *aj_str(json_object *o, const char *k);
 
+/*
+ * Take the turn ledger left in the agent directory root (usage the
+ * harness never reported: agent_llm_ledger.c) and charge it on db in a
+ * transaction of its own, `what` naming whose usage it is for the log. The
+ * usage was spent whether or not this attempt keeps its lease, so it is
+ * charged unguarded. Without a connection (db NULL) the file is left for
+ * the next attempt. Returns whether something was charged; a failure is
+ * logged with the numbers.
+ */
+static bool aj_charge_ledger(struct db *db, struct ajob *a, const char *root, const char *what)
+{
+	json_object *u = NULL, *t = NULL;
+	struct buf err = BUF_INIT;
+	bool charged = false;
+	if (!db) {
+		log_msg(LOG_LVL_WARNING, "agent_llm", "agent %s iteration %lld: no database connection: the turn ledger of "
+			"%s is left for the next attempt", a->agent_id, a->n, what);
+		return false;
+	}
+	int got = agent_llm_take_ledger(root, &u, &err);
+	if (got > 0 && json_object_object_get_ex(u, "tokens", &t)) {
+		if (db_begin(db) == DB_OK &&
+		    agent_llm_charge(db, &a->lb, a->agent_id, a->n, a->id, t, aj_str(u, "exhausted"), &err) == 0 &&
+		    db_commit(db) == DB_OK) {
+			charged = true;
+			log_msg(LOG_LVL_INFO, "agent_llm", "agent %s iteration %lld: charged the usage of %s: %s", a->agent_id,
+				a->n, what, json_object_to_json_string_ext(t, JSON_C_TO_STRING_PLAIN));
+		} else {
+			db_rollback(db);
+			log_msg(LOG_LVL_WARNING, "agent_llm", "agent %s iteration %lld: the usage of %s is not charged: %s (%s)",
+				a->agent_id, a->n, what, json_object_to_json_string_ext(t, JSON_C_TO_STRING_PLAIN),
+				err.len ? buf_cstr(&err) : db_error(db));
+		}
+	} else if (got < 0) {
+		log_msg(LOG_LVL_WARNING, "agent_llm", "agent %s iteration %lld: the turn ledger of %s: %s", a->agent_id, a->n,
+			what, buf_cstr(&err));
+	}
+	json_object_put(u);
+	buf_free(&err);
+	return charged;
+}
+
+/*
+ * Before an LLM turn: charge a turn ledger an earlier attempt left (its
+ * runner died before anyone took it), then re-read the budgets so this
+ * turn's limits include it. False when a budget has nothing left now (the
+ * outcome is set: budget_exhausted).
+ */
+static bool aj_llm_before(struct db *db, const struct agent_env *env, struct ajob *a, const char *root,
+			  struct job_outcome *o)
+{
+	struct buf err = BUF_INIT;
+	if (!aj_charge_ledger(db, a, root, "an earlier attempt whose harness never reported it"))
+		return true;
+	if (agent_llm_budgets(db, &env->llm, a->agent_id, &a->lb, &err) < 0)
+		log_msg(LOG_LVL_WARNING, "agent_llm", "agent %s: budgets not re-read: %s", a->agent_id, buf_cstr(&err));
+	buf_free(&err);
+	if (!a->lb.exhausted[0])
+		return true;
+	o->status = JOB_CANCELLED;
+	snprintf(o->error_code, sizeof o->error_code, "budget_exhausted");
+	buf_printf(&o->message, "budget: %s", a->lb.exhausted);
+	return false;
+}
+
 /* kind->execute. */
 static void aj_execute(const struct jobq_slot *s, const struct jobq_lease *l, void *job, struct job_outcome *o)
 {
@@ -276,7 +346,6 @@ static void aj_execute(const struct jobq_slot *s, const struct jobq_lease *l, vo
 	}
 	struct buf out = BUF_INIT, err = BUF_INIT, keyed = BUF_INIT;
 	bool stopped = false;
-	char *req = aj_request(a, env);
 	struct agent_activity act;   /* live lines on the job's own connection (best effort) */
 	struct db *adb = env->db_url ? rdb_connect(env->db_url, &err) : NULL;
 	if (!adb && err.len)
@@ -284,6 +353,16 @@ static void aj_execute(const struct jobq_slot *s, const struct jobq_lease *l, vo
 			buf_cstr(&err));
 	buf_reset(&err);
 	agent_activity_init(&act, adb, a->agent_id, a->n);
+	char root[AGENT_PATH_MAX + 40];
+	snprintf(root, sizeof root, "%s/%s", env->agents_dir, a->agent_id);
+	if (a->llm && !aj_llm_before(adb, env, a, root, o)) {
+		agent_activity_finish(&act);
+		if (adb)
+			db_free(adb);
+		buf_free(&err);
+		return;
+	}
+	char *req = aj_request(a, env);   /* with the budgets aj_llm_before may have re-read */
 	if (a->llm)   /* the key and the database URL only inside the request on the harness's stdin pipe */
 		agent_llm_splice(&a->lb, env->db_url, req, &keyed);
 	int rc = agent_proc_run(env, s->ctl, a->llm ? buf_cstr(&keyed) : req, &out, &err, &stopped, &act);
@@ -291,10 +370,27 @@ static void aj_execute(const struct jobq_slot *s, const struct jobq_lease *l, vo
 		sodium_memzero(keyed.data, keyed.cap);
 	buf_free(&keyed);
 	agent_activity_finish(&act);
+	free(req);
+	json_object *res = rc == 0 ? json_tokener_parse(buf_cstr(&out)) : NULL, *st = NULL, *lu = NULL;
+	if (a->llm) {
+		/* a result with llm_usage reports the turn ledger, charged at commit:
+		 * drop the file. Without one (the harness failed), or when the job
+		 * is handed back (no commit), the runner charges the file itself. */
+		json_object *gone = NULL;
+		struct buf why = BUF_INIT;
+		bool hand_back = false;
+		bool cancelled = job_cancelled(s->ctl, &hand_back);
+		if (cancelled && hand_back)
+			aj_charge_ledger(adb, a, root, "a turn handed back by a stopping runner");
+		else if (res && json_object_object_get_ex(res, "llm_usage", &lu) && json_object_is_type(lu, json_type_object))
+			agent_llm_take_ledger(root, &gone, &why);
+		else
+			aj_charge_ledger(adb, a, root, "an attempt whose harness failed");
+		json_object_put(gone);
+		buf_free(&why);
+	}
 	if (adb)
 		db_free(adb);
-	free(req);
-	json_object *res = rc == 0 ? json_tokener_parse(buf_cstr(&out)) : NULL, *st = NULL;
 	const char *status = res && json_object_object_get_ex(res, "status", &st) ? json_object_get_string(st) : NULL;
 	if (stopped || (status && strcmp(status, "stopped") == 0)) {
 		o->status = JOB_CANCELLED;

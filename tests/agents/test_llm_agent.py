@@ -212,3 +212,71 @@ def test_strategy_profile_still_refuses_processes_and_sockets(tmp_path):
          "--env=PATH=/usr/bin:/bin", "--", "/usr/bin/python3", "-c", src], capture_output=True, text=True, timeout=60)
     assert p.stdout.split() == ["1", "13"], (p.stdout, p.stderr)
     assert "status:OK" in meta.read_text()
+
+
+def test_activity_lines_are_live_and_a_failed_first_attempt_is_metered(setup, tmp_path, monkeypatch):
+    """The CLI's stream-json is parsed as it arrives: the tool_use and text
+    of the first answer are activity lines while the turn is still running
+    (the stand-in holds the next answer until the test has seen them). The
+    first attempt then fails (an API error the CLI does not retry: it exits
+    non-zero), the second writes the iteration; the failed attempt's tokens,
+    cost and requests are in the turn's metered usage."""
+    import threading
+    import time
+    monkeypatch.setenv("MANTIS_CLAUDE_TIMEOUT", "120")
+    hold = str(tmp_path / "release")
+    tools = {"tools": True}
+    files = ("cat > notes.txt <<'EOF'\nhypothesis: 1h momentum\nEOF\n"
+             "cat > iteration_{{N}}.py <<'EOF'\n" + CODE + "EOF\n")
+    turns = [
+        {"match": tools, "content": [{"type": "text", "text": "Reading the state first."},
+                                     {"type": "tool_use", "name": "Read", "input": {"file_path": "STATE.md"}}],
+         "usage": usage(700, 40)},
+        {"match": tools, "hold_until": hold, "content": [{"type": "text", "text": "Writing the notes."},
+                                                         bash("echo first >> STATE.md")],
+         "usage": usage(800, 50, 0, 300)},
+        {"match": tools, "status": 400, "message": "scripted failure of the first attempt"},
+        {"match": tools, "content": [{"type": "text", "text": "Second attempt."}, bash(files)],
+         "usage": usage(900, 60, 100, 0)},
+        {"match": tools, "content": [{"type": "tool_use", "name": "Write",
+                                      "input": {"file_path": "iteration_{{N}}_analysis.json",
+                                                "content": json.dumps(ANALYSIS)}}],
+         "usage": usage(300, 30)},
+        {"match": tools, "content": [{"type": "text", "text": "Iteration done."}], "usage": usage(100, 10)},
+    ]
+    scr = {"turns": turns, "default": {"content": [{"type": "text", "text": "ok"}], "usage": usage(50, 5)}}
+    s, ag = setup(scr=scr)
+    lines, out, metered = [], {}, {}
+    t = threading.Thread(target=lambda: out.update(r=iteration.run_iteration(ag, 1, [], "", usage_out=metered,
+                                                                              on_activity=lines.append)))
+    t.start()
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and "reading: STATE.md" not in lines:
+            time.sleep(0.1)
+        assert "reading: STATE.md" in lines and "thought: Reading the state first." in lines, lines
+        assert t.is_alive() and not any(x.startswith("turn ended") for x in lines), lines
+        assert lines[0] == "iteration 1: claude-code agent turn started (attempt 1 of 2)", lines
+    finally:
+        open(hold, "w").close()
+        t.join(300)
+    st, e = out["r"]
+    with open(os.path.join(ag["root"], "stdout.log"), errors="replace") as f:
+        log = f.read()[-6000:]
+    assert st == "ok" and not e["has_error"] and e["code_hash"], (json.dumps(e)[:3000], lines, log)
+    assert e["llm"]["attempts"] == 2, e["llm"]
+    assert any(x.startswith("attempt 1 failed") for x in lines), lines
+    for want in ("running: echo first >> STATE.md", "thought: Second attempt.", "writing: iteration_1_analysis.json"):
+        assert want in lines, (want, lines)
+    assert lines.index("running: echo first >> STATE.md") < lines.index(
+        "iteration 1: claude-code agent turn started (attempt 2 of 2)") < lines.index("thought: Second attempt.")
+    assert e["llm"]["activity"][:2] == ["reading: STATE.md", "running: echo first >> STATE.md"], e["llm"]
+    reqs = [r for r in s.requests() if r["path"].startswith("/v1/messages") and "count_tokens" not in r["path"]]
+    served = [turns[r["turn"]].get("usage") if r.get("turn", -1) >= 0 else scr["default"]["usage"] for r in reqs]
+    assert 2 in [r.get("turn") for r in reqs]   # the scripted failure was served
+    got = [u for u in served if u]
+    tk = e["tokens"]
+    assert tk["input"] == sum(u["input_tokens"] for u in got) and tk["output"] == sum(u["output_tokens"] for u in got)
+    assert tk["input"] >= 700 + 800 + 900   # the failed attempt's two answers are in
+    assert tk["cost"] == pytest.approx(sum(price(u) for u in got), rel=1e-6)
+    assert tk["requests"] == len(s.requests()) and metered["tokens"] == tk

@@ -9,10 +9,14 @@ detail, budget used and left); the upstream saw the real key on every
 request and it is nowhere in the workspace, the agent's logs or the
 runner's log; a budget used up during the turn pauses the agent with the
 budget named and a raise through resume runs the same iteration again;
-field validation of driver, model and budgets. Needs root (the agent
+field validation of driver, model and budgets; the CLI's tool_use and text
+are activity lines in the agent detail and the events stream while the
+turn runs; a harness killed mid-turn is retried and the killed attempt's
+metered tokens, cost and requests are still charged. Needs root (the agent
 sandbox) and npm ci (the CLI)."""
 import json
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -58,12 +62,13 @@ def bash(cmd):
 
 
 TOOLS = {"tools": True}
+HOLD = "/tmp/agenttest-e2e-llm-hold-%d" % os.getpid()
 WRITE_CODE = "cat > notes.txt <<'EOF'\nhypothesis: 1h momentum\nEOF\ncat > iteration_{{N}}.py <<'EOF'\n" + CODE + "EOF\n"
 WRITE_ANALYSIS = ("cat > iteration_{{N}}_analysis.json <<'EOF'\n" + json.dumps(ANALYSIS) + "\nEOF\n"
                   "echo 'iteration {{N}}: momentum' >> STATE.md")
 # The stand-in's turns are taken in order by the tests of this file, which
 # run in order: the scored iteration (4 turns), then the budget test (two
-# small steps, then the code, then the end).
+# small steps, then the code, then the end), then the live activity test.
 TURNS = [
     {"match": TOOLS, "content": [{"type": "text", "text": "I will write notes and code."}, bash(WRITE_CODE)],
      "usage": usage(2100, 180, 1500, 0)},
@@ -78,7 +83,18 @@ TURNS = [
     {"match": TOOLS, "content": [bash(WRITE_CODE)], "usage": usage(1000, 100)},
     {"match": TOOLS, "content": [bash(WRITE_ANALYSIS)], "usage": usage(1000, 100)},
     {"match": TOOLS, "content": [{"type": "text", "text": "done"}], "usage": usage(10, 1)},
+    # live activity and a killed harness: attempt 1 (the next request is held
+    # until the harness is gone), then the retried attempt
+    {"match": TOOLS, "content": [{"type": "text", "text": "Looking around first."},
+                                 {"type": "tool_use", "name": "Read", "input": {"file_path": "STATE.md"}}],
+     "usage": usage(700, 40)},
+    {"match": TOOLS, "hold_until": HOLD, "content": [bash("echo held >> STATE.md")], "usage": usage(800, 50, 0, 300)},
+    {"match": TOOLS, "content": [{"type": "text", "text": "Second try."}, bash(WRITE_CODE)],
+     "usage": usage(900, 60, 100, 0)},
+    {"match": TOOLS, "content": [bash(WRITE_ANALYSIS)], "usage": usage(300, 30)},
+    {"match": TOOLS, "content": [{"type": "text", "text": "Iteration done."}], "usage": usage(100, 10)},
 ]
+HELD = len(TURNS) - 4   # the held turn: asked for, never metered (its proxy dies first)
 DEFAULT = {"content": [{"type": "text", "text": "ok"}], "usage": usage(50, 5)}
 
 
@@ -260,3 +276,74 @@ def test_budget_exhaustion_pauses_and_a_raise_resumes(lstack, tok, standin):
     assert d["total_tokens"] == sum(sum(u.values()) for u in su)
     # the resumed turn's usage is on the iteration; both turns are in the agent's totals
     assert it["tokens"]["requests"] == len(mine) - 2
+
+
+def egress_procs(aid):
+    """(pid, ppid) of the egress proxy processes of agent aid."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            cmd = open(f"/proc/{d}/cmdline", "rb").read().split(b"\0")
+            ppid = int(next(x for x in open(f"/proc/{d}/status").read().splitlines()
+                            if x.startswith("PPid:")).split()[1])
+        except (OSError, StopIteration, ValueError):
+            continue
+        if cmd and cmd[0].endswith(b"agenttest-egress") and aid.encode() in cmd:   # it rewrites its argv: "--agent", id
+            out.append((int(d), ppid))
+    return out
+
+
+def lines_of(d):
+    return [x["line"] for x in ((d.get("activity") or {}).get("lines") or [])]
+
+
+def test_live_activity_and_a_killed_harness_is_charged(lstack, tok, standin):
+    before = len(standin.requests())
+    aid = create(lstack, tok)
+    try:
+        # the first answer's text and tool_use are in the API while the
+        # stand-in holds the next request: the turn is certainly running
+        d = wait_for(lstack, tok, aid, lambda d: "reading: STATE.md" in lines_of(d), timeout=300,
+                     what="the live activity line")
+        lines = lines_of(d)
+        assert d["status"] == "running" and d["iterations"] == [], d
+        assert lines[0] == "iteration 1: claude-code agent turn started (attempt 1 of 2)", lines
+        assert lines.index("thought: Looking around first.") < lines.index("reading: STATE.md"), lines
+        assert not any(x.startswith("turn ended") for x in lines), lines
+        r = lstack.get(f"/api/agents/{aid}/events?wait=1&after=0", token=tok)
+        body = r.body.decode()
+        assert r.status == 200 and "event: activity" in body and '"line":"reading: STATE.md"' in body, body[-3000:]
+        # kill the harness (the egress proxy's parent) mid-turn; the held
+        # request's proxy dies with it, so that answer is never metered
+        procs = egress_procs(aid)
+        [harness] = {pp for _, pp in procs if pp not in {p for p, _ in procs}}
+        assert b"agentloop.job" in open(f"/proc/{harness}/cmdline", "rb").read()
+        os.kill(harness, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while any(os.path.exists(f"/proc/{p}") for p, _ in procs) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(os.path.exists(f"/proc/{p}") for p, _ in procs), procs
+    finally:
+        open(HOLD, "w").close()
+    d = wait_for(lstack, tok, aid, lambda d: d["status"] in ("max_iterations_reached", "completed", "error", "paused"),
+                 what="the retried iteration")
+    os.unlink(HOLD)
+    assert d["status"] == "max_iterations_reached", d
+    [it] = d["iterations"]
+    assert not it["has_error"] and it["code_hash"], it
+    mine = standin.requests()[before:]
+    held = next(i for i, r in enumerate(mine) if r.get("turn") == HELD)
+    first, second = mine[:held + 1], mine[held + 1:]
+    use = lambda reqs: [u for r, u in zip(messages(reqs), served(reqs)) if r.get("turn") != HELD]  # noqa: E731
+    # the retried attempt's usage is the iteration's; the killed one's is in the agent's totals too
+    t = it["tokens"]
+    assert t["requests"] == len(second) and t["input"] == sum(u["input_tokens"] for u in use(second)), (t, second)
+    total = sum(sum(u.values()) for u in use(first) + use(second))
+    cost = sum(price(u) for u in use(first) + use(second))
+    b = d["budget"]
+    assert sum(sum(u.values()) for u in use(first)) >= 700 + 40
+    assert d["total_tokens"] == total and b["requests_used"] == len(mine), (d["tokens"], b, len(first), len(second))
+    assert d["total_cost"] == pytest.approx(cost, rel=1e-6)
+    assert "charged the usage of an attempt whose harness failed" in lstack.log_tail(400)

@@ -22,9 +22,12 @@ iteration_N.py and iteration_N_analysis.json is read.
 
 Live activity (on_activity): for the built-in driver every line the agent
 prints during its turn (it logs what it runs and what it writes) is passed
-on as it arrives, then the trusted side names its own steps (the turn's
-end, the dev scoring, the sealed scoring: never a holdout number). These
-lines go to the owner only; the agent never reads them.
+on as it arrives; for the LLM drivers the CLI's stream-json is parsed as it
+arrives (llm.StreamParser) and each tool_use becomes a line such as
+"running: <cmd>", "writing: <file>", "reading: <file>", each assistant text
+a "thought: ..." line. Then the trusted side names its own steps (the
+turn's end, the dev scoring, the sealed scoring: never a holdout number).
+These lines go to the owner only; the agent never reads them.
 """
 import hashlib
 import json
@@ -79,21 +82,27 @@ def _own(ws, uid):
             os.lchown(os.path.join(d, x), uid, uid)
 
 
-def _lines(pending, chunk, on_line):
-    """Feed chunk to on_line line by line; returns the unterminated rest
-    (bounded: an endless line is cut)."""
-    pending += chunk
-    *done, rest = pending.split(b"\n")
+LINE_MAX = 4096
+
+
+def _lines(pending, chunk, on_line, line_max=LINE_MAX):
+    """Feed chunk to on_line line by line; returns the unterminated rest.
+    Bounded: a line longer than line_max bytes is cut to its first
+    line_max bytes (the rest of it up to its newline is dropped)."""
+    if b"\n" not in chunk:
+        return (pending + chunk)[:line_max + 1]
+    *done, rest = (pending + chunk).split(b"\n")
     for line in done:
-        on_line(line.decode("utf-8", "replace"))
-    return rest[-4096:]
+        on_line(line[:line_max].decode("utf-8", "replace"))
+    return rest[:line_max + 1]
 
 
 def run_turn(program, ws, dev, log_path, should_stop, box, profile="strategy", extra_env=None, extra_binds=(),
-             on_line=None):
+             on_line=None, line_max=LINE_MAX):
     """Run one agent turn in the sandbox; returns (status, seconds) with
     status ok, error, stopped, timeout or idle_timeout. on_line(text), if
-    given, receives each output line of the agent as it arrives."""
+    given, receives each output line of the agent as it arrives (at most
+    line_max bytes of it)."""
     wall = config.get("MANTIS_ITER_WALL_TIMEOUT")
     idle = config.get("MANTIS_CLAUDE_TIMEOUT")
     meta = os.path.join(os.path.dirname(log_path), "scoring", "turn.meta")
@@ -119,7 +128,7 @@ def run_turn(program, ws, dev, log_path, should_stop, box, profile="strategy", e
                     log.flush()
                     last = time.monotonic()
                     if on_line:
-                        pending = _lines(pending, chunk, on_line)
+                        pending = _lines(pending, chunk, on_line, line_max)
                 now = time.monotonic()
                 if should_stop():
                     status = "stopped"
@@ -146,7 +155,7 @@ def run_turn(program, ws, dev, log_path, should_stop, box, profile="strategy", e
             p.wait()
             p.stdout.close()
     if on_line and pending:
-        on_line(pending.decode("utf-8", "replace"))
+        on_line(pending[:line_max].decode("utf-8", "replace"))
     if status is None:
         status = "ok" if p.returncode == 0 else "error"
         verdict = _meta_verdict(meta)
@@ -228,7 +237,7 @@ def run_iteration(agent, n, entries, inbox, should_stop=lambda: False, on_scorin
         if driver in ("claude-code", "command"):
             status, agent_s, llm_info = llm.run_llm_turn(
                 agent, n, os.path.realpath(ws), P["dev"], P["stdout"], should_stop, box, run_turn,
-                os.path.dirname(_bin("x")), bool(inbox and inbox.strip()))
+                os.path.dirname(_bin("x")), bool(inbox and inbox.strip()), on_activity=act)
             if usage_out is not None:
                 usage_out.update(tokens=llm_info["tokens"], exhausted=llm_info.get("exhausted", ""))
         else:

@@ -17,10 +17,13 @@ Theory of operation. For one agent turn the trusted side
      on 127.0.0.1:RELAY_PORT and copies to the proxy's socket, bound
      read-only at /agenttest/egress; the CLI's environment has
      ANTHROPIC_BASE_URL at the relay and a dummy key;
-  4. parses the CLI's stream-json output (thoughts, activity lines, the
-     result event), retries once when the CLI failed for another reason
-     than a stop, a timeout or an exhausted budget (both attempts are
-     metered: the proxy counts every request);
+  4. parses the CLI's stream-json output as it arrives (StreamParser on
+     run_turn's on_line: each thought and tool_use becomes a live activity
+     line at once, the result event is kept), retries once when the CLI
+     failed (a non-zero exit, or an error result: the CLI exits 0 after an
+     API error it gave up on) for another reason than a stop, a timeout or
+     an exhausted budget (both attempts are metered: the one proxy of the turn counts
+     every request of both into one turn ledger);
   5. stops the proxy and reads the turn's usage from its ledger: the
      tokens and cost recorded on the iteration (and charged to the agent
      and the owner in MariaDB by the runner) are the proxy's own metering
@@ -41,6 +44,9 @@ CLAUDE_DIR = "/agenttest/claude"
 RELAY_BIN = "/agenttest/bin/agenttest-relay"
 MODELS = ("sonnet", "opus", "haiku")
 DUMMY_KEY = "sk-ant-agenttest-dummy-key-the-proxy-replaces"
+# A stream-json line can carry a whole file (a Write tool's input): lines up
+# to this size are parsed, longer ones are cut (and so not parsed).
+STREAM_LINE_MAX = 8 << 20
 ALLOW = ["Bash(*)", "Read(*)", "Write(*)", "Edit(*)", "Glob(*)", "Grep(*)", "WebFetch(*)", "WebSearch(*)",
          "TodoWrite(*)", "NotebookEdit(*)", "Task(*)"]
 
@@ -193,27 +199,60 @@ class Egress:
         self.log.close()
 
 
-def parse_stream(raw):
-    """The CLI's stream-json lines: (thoughts, activity, result) where result
-    is the `result` event (final text, usage, total_cost_usd) or None."""
-    thoughts, activity, result = [], [], None
-    for line in raw.decode("utf-8", "replace").splitlines():
+class StreamParser:
+    """The CLI's stream-json output, one line at a time as it arrives:
+    assistant text becomes thoughts, tool_use blocks activity lines, the
+    `result` event the turn's result; each thought and activity line is
+    also handed to on_activity(line) at once (the live activity of the
+    iteration). Lines that are not JSON events (the relay's, node's
+    warnings) are passed on as they are when pass_text is set (driver
+    `command`: an operator's CLI may print plain text) and dropped
+    otherwise."""
+
+    def __init__(self, on_activity=None, pass_text=False):
+        self.thoughts, self.activity, self.result = [], [], None
+        self.on_activity = on_activity or (lambda line: None)
+        self.pass_text = pass_text
+
+    def feed(self, line):
+        """Take one output line of the CLI."""
         line = line.strip()
         if not line.startswith("{"):
-            continue
+            if line and self.pass_text:
+                self.on_activity(line)
+            return
         try:
             ev = json.loads(line)
         except ValueError:
-            continue
+            return
+        if not isinstance(ev, dict):
+            return
         if ev.get("type") == "assistant":
             for b in (ev.get("message") or {}).get("content") or []:
-                if b.get("type") == "text" and b.get("text", "").strip():
-                    thoughts.append(b["text"].strip()[:2000])
+                if not isinstance(b, dict):
+                    continue
+                if b.get("type") == "text" and str(b.get("text", "")).strip():
+                    text = str(b["text"]).strip()[:2000]
+                    self.thoughts.append(text)
+                    self.on_activity("thought: %s" % text)
                 elif b.get("type") == "tool_use":
-                    activity.append(activity_line(b.get("name", ""), b.get("input") or {}))
+                    a = activity_line(str(b.get("name", "")), b.get("input") if isinstance(b.get("input"), dict)
+                                      else {})
+                    self.activity.append(a)
+                    self.on_activity(a)
         elif ev.get("type") == "result":
-            result = ev
-    return thoughts, activity, result
+            self.result = ev
+            self.on_activity("result: %s" % ("error" if ev.get("is_error") else ev.get("subtype") or "done"))
+
+
+def parse_stream(raw):
+    """The CLI's stream-json lines (bytes, e.g. a stdout.log span): (thoughts,
+    activity, result) where result is the `result` event (final text, usage,
+    total_cost_usd) or None."""
+    p = StreamParser()
+    for line in raw.decode("utf-8", "replace").splitlines():
+        p.feed(line)
+    return p.thoughts, p.activity, p.result
 
 
 def activity_line(tool, inp):
@@ -227,10 +266,15 @@ def activity_line(tool, inp):
     return "%s" % tool.lower()
 
 
-def run_llm_turn(agent, n, ws, dev, log_path, should_stop, box, run_turn, bindir, inbox_nonempty):
+def run_llm_turn(agent, n, ws, dev, log_path, should_stop, box, run_turn, bindir, inbox_nonempty,
+                 on_activity=None):
     """One LLM agent turn (up to 2 attempts). Returns (status, seconds, info)
     with status as run_turn's or "budget_exhausted"; info has the metered
-    tokens, the attempts, thoughts, activity and the CLI's result."""
+    tokens, the attempts, thoughts, activity and the CLI's result.
+    on_activity(line), if given, receives the turn's activity lines live:
+    the CLI's output is parsed as it arrives (StreamParser), not after it
+    ends, and each attempt is announced."""
+    act = on_activity or (lambda line: None)
     key = agent.get("anthropic_key")
     if not key:
         raise ValueError("driver %s needs an Anthropic key (POST /api/anthropic-key)" % agent.get("driver"))
@@ -246,23 +290,29 @@ def run_llm_turn(agent, n, ws, dev, log_path, should_stop, box, run_turn, bindir
     info = {"attempts": 0, "thoughts": [], "activity": [], "result": None}
     total = 0.0
     status = "error"
+    driver = agent.get("driver")
     try:
         for attempt in (1, 2):
             info["attempts"] = attempt
-            start = os.path.getsize(log_path) if os.path.exists(log_path) else 0
+            act("iteration %d: %s agent turn started (attempt %d of 2)" % (n, driver, attempt))
+            parser = StreamParser(act, pass_text=driver == "command")
             status, secs = run_turn(prog, ws, dev, log_path, should_stop, box, profile="agent",
-                                    extra_env=cli_env(ws), extra_binds=binds(agent["root"], bindir))
+                                    extra_env=cli_env(ws), extra_binds=binds(agent["root"], bindir),
+                                    on_line=parser.feed, line_max=STREAM_LINE_MAX)
             total += secs
-            with open(log_path, "rb") as f:
-                f.seek(start)
-                th, act, res = parse_stream(f.read())
-            info["thoughts"] += th
-            info["activity"] += act
-            info["result"] = res or info["result"]
+            info["thoughts"] += parser.thoughts
+            info["activity"] += parser.activity
+            info["result"] = parser.result or info["result"]
+            why = "the agent CLI exited with an error"
+            if status == "ok" and parser.result and parser.result.get("is_error"):
+                # the CLI ends an API error it gave up on with exit status 0
+                # and an error result: that attempt failed as well
+                status, why = "error", "the agent CLI reported an error: %s" % str(parser.result.get("result", ""))[:200]
             if eg.usage().get("exhausted"):
                 status = "budget_exhausted"
             if status != "error" or attempt == 2:
                 break
+            act("attempt %d failed (%s): one more attempt; both are metered" % (attempt, why))
             time.sleep(2)
     finally:
         eg.close()
@@ -273,6 +323,7 @@ def run_llm_turn(agent, n, ws, dev, log_path, should_stop, box, run_turn, bindir
     if u.get("exhausted"):
         status = "budget_exhausted"
         info["exhausted"] = u["exhausted"]
+        act("budget used up: %s" % u["exhausted"])
     return status, total, info
 
 
@@ -284,4 +335,4 @@ def binds(root, bindir):
             (os.path.join(bindir, "agenttest-relay"), RELAY_BIN)]
 
 
-__all__ = ["run_llm_turn", "parse_stream", "budgets", "MODELS", "sandbox_profile"]
+__all__ = ["run_llm_turn", "parse_stream", "StreamParser", "budgets", "MODELS", "sandbox_profile"]

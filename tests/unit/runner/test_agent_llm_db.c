@@ -8,7 +8,9 @@
  * owner's day alone (the egress proxy settled it request by request,
  * common/llm_reserve.c); the exhausted budget is named; the key comes from
  * the owner's row, else the admin default (owner 0), else none; the
- * spliced request is the request with the key first and the database URL.
+ * spliced request is the request with the key first and the database URL;
+ * the turn ledger of an unreported turn is taken once and charges its
+ * numbers.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -35,6 +38,7 @@
 #define DBNAME "agenttest_llm"
 #define A1 "aaaaaaaa-0000-0000-0000-000000000001"
 #define A2 "aaaaaaaa-0000-0000-0000-000000000002"
+#define A3 "aaaaaaaa-0000-0000-0000-000000000003"
 #define CHARGES 25
 
 static struct tmariadb srv;
@@ -235,12 +239,90 @@ static void test_key_own_then_default_then_none(void **state)
 	agent_llm_free(&l);
 }
 
+/* Write text into path (must succeed). */
+static void put_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f) != 0)
+		fail_msg("cannot write %s", path);
+}
+
+/* Field k of o as an int64. */
+static int64_t jint(json_object *o, const char *k)
+{
+	json_object *v;
+	assert_true(json_object_object_get_ex(o, k, &v));
+	return json_object_get_int64(v);
+}
+
+/*
+ * The turn ledger an unreported turn left (a failed harness) is read with
+ * every field, removed (taken once) and charges exactly its numbers; no
+ * file is 0; a malformed one is an error and is removed.
+ */
+static void test_turn_ledger_taken_once_and_charged(void **state)
+{
+	char root[96], dir[128], path[160];
+	struct buf err = BUF_INIT;
+	json_object *u = NULL, *t, *v;
+	(void)state;
+	snprintf(root, sizeof root, "/tmp/agenttest-llm-ledger-%ld", (long)getpid());
+	snprintf(dir, sizeof dir, "%s/llm", root);
+	snprintf(path, sizeof path, "%s/turn.json", dir);
+	assert_int_equal(mkdir(root, 0700), 0);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_int_equal(agent_llm_take_ledger(root, &u, &err), 0);
+	assert_null(u);
+	put_file(path, "{\"input\":700,\"output\":40,\"cache_write\":100,\"cache_read\":300,\"tokens\":1140,"
+		       "\"requests\":3,\"usd\":0.012300000,\"refused\":1,\"exhausted\":\"agent requests: 3 of 3 used\"}\n");
+	assert_int_equal(agent_llm_take_ledger(root, &u, &err), 1);
+	assert_int_not_equal(access(path, F_OK), 0);   /* taken: a second charge cannot find it */
+	assert_true(json_object_object_get_ex(u, "tokens", &t));
+	assert_int_equal(jint(t, "input"), 700);
+	assert_int_equal(jint(t, "output"), 40);
+	assert_int_equal(jint(t, "cache_write"), 100);
+	assert_int_equal(jint(t, "cache_read"), 300);
+	assert_int_equal(jint(t, "total"), 1140);
+	assert_int_equal(jint(t, "requests"), 3);
+	assert_int_equal(jint(t, "refused"), 1);
+	assert_true(json_object_object_get_ex(t, "cost", &v));
+	assert_true(json_object_get_double(v) > 0.01229 && json_object_get_double(v) < 0.01231);
+	assert_true(json_object_object_get_ex(u, "exhausted", &v));
+	assert_string_equal(json_object_get_string(v), "agent requests: 3 of 3 used");
+	ok(db, "INSERT INTO agents (id, owner_id, challenge, goal, driver, dataset_id, dataset_version, dataset_hash) "
+	       "VALUES ('" A3 "', 8, 'ETH-1H-BINARY', 'g', 'claude-code', 1, 'v1', REPEAT('a', 64))", NULL, 0);
+	struct agent_llm l = { .key = BUF_INIT };
+	budgets(A3, &l);
+	if (agent_llm_charge(db, &l, A3, 1, "bbbbbbbb-0000-0000-0000-000000000099", t, "agent requests: 3 of 3 used",
+			     &err) != 0)
+		fail_msg("charge: %s", buf_cstr(&err));
+	assert_int_equal(one_int("SELECT tokens_input + tokens_output + tokens_cache_write + tokens_cache_read FROM agents "
+				 "WHERE id = '" A3 "'"), 1140);
+	assert_int_equal(one_int("SELECT llm_requests FROM agents WHERE id = '" A3 "'"), 3);
+	assert_int_equal(one_int("SELECT ROUND(cost_usd * 1e6) FROM agents WHERE id = '" A3 "'"), 12300);
+	assert_int_equal(one_int("SELECT COUNT(*) FROM agent_llm_usage WHERE agent_id = '" A3 "' AND refused = 1"), 1);
+	json_object_put(u);
+	u = NULL;
+	assert_int_equal(agent_llm_take_ledger(root, &u, &err), 0);   /* once only */
+	put_file(path, "{not a ledger");
+	buf_reset(&err);
+	assert_int_equal(agent_llm_take_ledger(root, &u, &err), -1);
+	assert_null(u);
+	assert_non_null(strstr(buf_cstr(&err), "not a turn ledger"));
+	assert_int_not_equal(access(path, F_OK), 0);
+	agent_llm_free(&l);
+	buf_free(&err);
+	assert_int_equal(rmdir(dir), 0);
+	assert_int_equal(rmdir(root), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_budgets_left_from_limits_and_defaults),
 		cmocka_unit_test(test_concurrent_charges_all_count_and_exhaust),
 		cmocka_unit_test(test_key_own_then_default_then_none),
+		cmocka_unit_test(test_turn_ledger_taken_once_and_charged),
 	};
 	if (mysql_library_init(0, NULL, NULL) != 0)
 		return 1;
