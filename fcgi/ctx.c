@@ -49,7 +49,8 @@ bool fcgi_query_cursor(struct fcgi_ctx *c, enum cursor_kind kind, const char *sc
                        bool *given)
 {
 	const char *v = fcgi_query(c, "cursor");
-	*given = v != NULL;
+	if (given)
+		*given = v != NULL;
 	if (v == NULL) {
 		*pos = def;
 		return true;

@@ -118,7 +118,7 @@ bool fcgi_query_int(struct fcgi_ctx *c, const char *name, int64_t min, int64_t m
 /*
  * Query parameter `cursor`: an opaque cursor of list kind within scope
  * (common/cursor.h), opened into *pos; *pos = def and *given = false when
- * absent. A malformed, altered or foreign cursor (another list, user or
+ * absent (given may be NULL). A malformed, altered or foreign cursor (another list, user or
  * run) replies 400 bad_cursor and returns false.
  */
 bool fcgi_query_cursor(struct fcgi_ctx *c, enum cursor_kind kind, const char *scope, int64_t def, int64_t *pos,

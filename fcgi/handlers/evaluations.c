@@ -435,13 +435,13 @@ void h_evaluations_list(struct fcgi_ctx *c)
 	const char *challenge = fcgi_query(c, "challenge"), *status = fcgi_query(c, "status");
 	int64_t limit, cursor;
 	long long uid;
-	bool admin, paged;
+	bool admin;
 	char scope[32];
 	if (!rv_caller(c, &uid, &admin))
 		return;
 	snprintf(scope, sizeof scope, "u:%lld", uid);   /* the caller's cursors only */
 	if (!fcgi_query_int(c, "limit", 1, EVAL_LIST_MAX, 50, &limit) ||
-	    !fcgi_query_cursor(c, CURSOR_EVALUATIONS, scope, INT64_MAX - 1, &cursor, &paged))
+	    !fcgi_query_cursor(c, CURSOR_EVALUATIONS, scope, INT64_MAX - 1, &cursor, NULL))
 		return;
 	if (status) {
 		bool ok = false;

@@ -429,14 +429,13 @@ void h_runs_list(struct fcgi_ctx *c)
 	bool admin;
 	int64_t limit, cursor, vid, sid;
 	char scope[32];
-	bool paged;
 	const char *status = fcgi_query(c, "status"), *dsv = fcgi_query(c, "dataset_version");
 	if (!rv_caller(c, &uid, &admin))
 		return;
 	/* a cursor is the caller's: another user's does not open */
 	snprintf(scope, sizeof scope, "u:%lld", uid);
 	if (!fcgi_query_int(c, "limit", 1, 200, 50, &limit) ||
-	    !fcgi_query_cursor(c, CURSOR_RUNS, scope, INT64_MAX - 1, &cursor, &paged) ||
+	    !fcgi_query_cursor(c, CURSOR_RUNS, scope, INT64_MAX - 1, &cursor, NULL) ||
 	    !fcgi_query_int(c, "strategy_version_id", 1, INT64_MAX - 1, 0, &vid) ||
 	    !fcgi_query_int(c, "strategy_id", 1, INT64_MAX - 1, 0, &sid))
 		return;
