@@ -74,7 +74,8 @@ def routes(world):
             f"/api/evaluations/{ev}", "/datasets", "/datasets/v1", "/api/agents", f"/api/agents/{world['agent']}",
             "/strategies", f"/strategies/{sid}", f"/strategies/versions/{vid}", "/api/challenges",
             "/api/challenges/ETH-1H-BINARY/leaderboard", "/defaults", "/leaderboard?dataset_version=v1",
-            "/api/data-cache", "/api/me", "/health"]
+            "/api/data-cache", "/api/me", "/health", f"/api/agents/{world['agent']}/export",
+            f"/api/agents/{world['agent']}/iterations", f"/api/agents/{world['agent']}/goal"]
 
 
 def test_no_server_path_in_any_main_route(stack, world, owner, admin):
