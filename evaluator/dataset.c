@@ -311,15 +311,17 @@ struct dataset *ds_open_any(const char *dir, int verify, const char *asset,
 	if (stat(path, &st) != 0) {
 		*err = DS_ERR_NOT_FOUND;
 		if (msg && msglen)
-			snprintf(msg, msglen, "%s: no manifest.json or prices.csv (not a dataset)", dir);
+			snprintf(msg, msglen, "no manifest.json or prices.csv (not a dataset)");
 		return NULL;
 	}
 	struct ds_error e = { 0 };
 	struct dataset *ds = ds_load_prices_csv(path, asset, &e);
 	if (!ds) {
 		*err = e.code;
+		size_t plen = strlen(path);   /* a read error names the file by its path: name it relative to dir */
 		if (msg && msglen)
-			snprintf(msg, msglen, "%s", e.msg);
+			snprintf(msg, msglen, "%s%s", strncmp(e.msg, path, plen) == 0 ? "prices.csv" : "",
+				 strncmp(e.msg, path, plen) == 0 ? e.msg + plen : e.msg);
 		return NULL;
 	}
 	free(ds->dir);

@@ -70,7 +70,10 @@ const char *ds_errcode(enum ds_err e);
  * Open the dataset in `dir`. With verify != 0 every file hash and the dataset
  * hash are recomputed and checked, and every value is range-checked. On
  * failure returns NULL, sets *err and writes a human message into msg
- * (msglen bytes, may be NULL).
+ * (msglen bytes, may be NULL). The message names files relative to dir
+ * ("manifest.json: ..."), never dir itself, so the runner can show it to the
+ * run's owner without telling the server's layout (issue 11); a CLI that
+ * wants the directory in it adds it.
  */
 struct dataset *ds_open(const char *dir, int verify, enum ds_err *err, char *msg, size_t msglen);
 /*

@@ -288,7 +288,7 @@ static struct dataset *open_dir(const char *dir, int verify, struct ds_error *e)
 	}
 	if (read_file_max(path, DS_MAX_MANIFEST, 0, &text, &len) != 0) {
 		ds__fail(e, errno == ENOENT ? DS_ERR_NOT_FOUND : errno == EFBIG ? DS_ERR_MANIFEST : DS_ERR_IO, 0,
-			 "%s: %s", path, errno == EFBIG ? "larger than 4 MiB" : strerror(errno));
+			 "manifest.json: %s", errno == EFBIG ? "larger than 4 MiB" : strerror(errno));
 		goto out;
 	}
 	tok = json_tokener_new_ex(MANIFEST_DEPTH);

@@ -45,6 +45,36 @@ bool fcgi_query_int(struct fcgi_ctx *c, const char *name, int64_t min, int64_t m
 	return true;
 }
 
+bool fcgi_query_cursor(struct fcgi_ctx *c, enum cursor_kind kind, const char *scope, int64_t def, int64_t *pos,
+                       bool *given)
+{
+	const char *v = fcgi_query(c, "cursor");
+	if (given)
+		*given = v != NULL;
+	if (v == NULL) {
+		*pos = def;
+		return true;
+	}
+	enum cursor_err e = cursor_decode(fcgi_server_key(c), kind, scope, v, pos);
+	if (e != CURSOR_OK) {
+		fcgi_reply_error(c, 400, "bad_cursor", "%s", cursor_strerror(e));
+		return false;
+	}
+	return true;
+}
+
+void fcgi_put_cursor(struct fcgi_ctx *c, struct buf *b, enum cursor_kind kind, const char *scope, int64_t pos)
+{
+	char text[CURSOR_TEXT_LEN + 1];
+	if (!cursor_encode(fcgi_server_key(c), kind, scope, pos, text)) {
+		/* a bad kind or scope is a bug of the caller, not of the client */
+		log_msg(LOG_LVL_ERROR, "cursor_encode_failed", "kind %d, position %lld", (int)kind, (long long)pos);
+		buf_puts(b, "null");
+		return;
+	}
+	buf_printf(b, "\"%s\"", text);
+}
+
 const char *fcgi_header(const struct fcgi_ctx *c, const char *cgi_name)
 {
 	return req_env(c->req.envp, cgi_name);

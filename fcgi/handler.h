@@ -34,6 +34,7 @@
 
 #include "common/arena.h"
 #include "common/buf.h"
+#include "common/cursor.h"
 #include "common/db.h"
 
 enum http_method {
@@ -114,6 +115,17 @@ const char *fcgi_query(struct fcgi_ctx *c, const char *name);
  * returns false.
  */
 bool fcgi_query_int(struct fcgi_ctx *c, const char *name, int64_t min, int64_t max, int64_t def, int64_t *out);
+/*
+ * Query parameter `cursor`: an opaque cursor of list kind within scope
+ * (common/cursor.h), opened into *pos; *pos = def and *given = false when
+ * absent (given may be NULL). A malformed, altered or foreign cursor (another list, user or
+ * run) replies 400 bad_cursor and returns false.
+ */
+bool fcgi_query_cursor(struct fcgi_ctx *c, enum cursor_kind kind, const char *scope, int64_t def, int64_t *pos,
+                       bool *given);
+/* Append to b the sealed cursor of position pos (list kind, scope) as a JSON
+ * string (the value of a `next_cursor`). */
+void fcgi_put_cursor(struct fcgi_ctx *c, struct buf *b, enum cursor_kind kind, const char *scope, int64_t pos);
 /* A request header by its CGI name ("HTTP_IF_NONE_MATCH"), or NULL. */
 const char *fcgi_header(const struct fcgi_ctx *c, const char *cgi_name);
 /* The parsed JSON body (BODY_JSON: an object; BODY_JSON_OPTIONAL: object or NULL). */

@@ -328,7 +328,7 @@ static int bt_prepare_dataset(struct bt_run_ctx *x)
 	char msg[600];
 	x->ds = ds_open_any(x->o.dataset, x->o.verify, x->o.asset, &de, msg, sizeof msg);
 	if (!x->ds)
-		return cli_error(CLI_FAILED, ds_errcode(de), "%s", msg);
+		return cli_error(CLI_FAILED, ds_errcode(de), "%s: %s", x->o.dataset, msg);
 	long ai = 0;
 	if (x->o.asset) {
 		ai = ds_asset_index(x->ds, x->o.asset);

@@ -63,7 +63,7 @@ static int print_created(const char *dir, const char *hash, double seconds)
 	char msg[512];
 	struct dataset *ds = ds_open(dir, 0, &err, msg, sizeof msg);
 	if (!ds)
-		return cli_error(CLI_INTERNAL, ds_errcode(err), "reopening the new dataset: %s", msg);
+		return cli_error(CLI_INTERNAL, ds_errcode(err), "reopening the new dataset %s: %s", dir, msg);
 	json_object *o = json_object_new_object(), *a = json_object_new_array();
 	json_object_object_add(o, "path", json_object_new_string(dir));
 	json_object_object_add(o, "version", json_object_new_string(ds_version(ds)));
@@ -268,7 +268,9 @@ static json_object *check(const char *dir, int *ok, char *hash)
 		ds_close(ds);
 	} else {
 		json_object_object_add(o, "code", json_object_new_string(ds_errcode(err)));
-		json_object_object_add(o, "error", json_object_new_string(msg));
+		char full[2200];
+		snprintf(full, sizeof full, "%s: %s", dir, msg);
+		json_object_object_add(o, "error", json_object_new_string(full));
 	}
 	return o;
 }

@@ -76,7 +76,7 @@ static int dataset_register(struct db *db, const char *dir, const char *label)
 		return cli_error(CLI_FAILED, "not_found", "dataset directory '%s' not found", dir);
 	ds = ds_open_any(real, 1, NULL, &e, msg, sizeof msg);
 	if (!ds)
-		return cli_error(CLI_FAILED, ds_errcode(e), "%s", msg);
+		return cli_error(CLI_FAILED, ds_errcode(e), "%s: %s", real, msg);
 	if (!label || !*label)
 		label = ds_version(ds);
 	if (!label || !*label || !ds_valid_label(label)) {

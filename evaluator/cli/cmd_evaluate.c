@@ -157,7 +157,7 @@ int cmd_evaluate(int argc, char **argv)
 	enum ds_err de;
 	ds = ds_open(o.dataset, 0, &de, msg, sizeof msg);
 	if (!ds) {
-		rc = cli_error(CLI_FAILED, ds_errcode(de), "%s", msg);
+		rc = cli_error(CLI_FAILED, ds_errcode(de), "%s: %s", o.dataset, msg);
 		goto out;
 	}
 	struct stream_eval_opts eo = {

@@ -402,7 +402,12 @@ static bool dcj_delete_versions(struct db *db, const char *dir, const char *pref
 				listed |= strcmp(json_object_get_string(json_object_array_get_idx(deleted, i)), label) == 0;
 			if (dsretire_remove_files(dir, e->d_name) != 0) {
 				/* unregistered but still on disk: a repeated delete finds it again */
-				snprintf(failed, failed_len, "%s/versions/%s: %s", dir, e->d_name, strerror(errno));
+				/* the operator's log has the path; the answer names the
+				 * directory inside MANTIS_DATA_DIR only (issue 11) */
+				int err = errno;
+				log_msg(LOG_LVL_ERROR, "data_cache_delete_failed", "%s/versions/%s: %s", dir, e->d_name,
+					strerror(err));
+				snprintf(failed, failed_len, "versions/%s: %s", e->d_name, strerror(err));
 				ok = false;
 			} else if (!listed)
 				json_object_array_add(deleted, json_object_new_string(label));
@@ -468,8 +473,8 @@ void h_data_cache_delete(struct fcgi_ctx *c)
 		json_object_put(deleted);
 		json_object_put(kept);
 		if (failed[0])
-			fcgi_reply_error(c, 500, "internal", "cannot remove %s (the pool needs write access to "
-					 "MANTIS_DATA_DIR; repeat the delete after fixing it)", failed);
+			fcgi_reply_error(c, 500, "internal", "cannot remove %s of MANTIS_DATA_DIR (the pool needs write "
+					 "access to it; repeat the delete after fixing it)", failed);
 		else
 			fcgi_reply_db_error(c, DB_ERROR);
 		return;

@@ -12,7 +12,8 @@
  *        Owners see their evaluations, admins every one; others get 404.
  *   GET  /api/evaluations?challenge=&status=&limit=&cursor=
  *        -> {evaluations: [summary], next_cursor}: newest first, the caller's
- *        own (admins: everyone's), paged by `seq` like GET /runs. One
+ *        own (admins: everyone's), paged by `seq` like GET /runs (the
+ *        cursor is opaque and the caller's: common/cursor.h). One
  *        statement; the owner's name comes from a join.
  */
 #include <stdio.h>
@@ -435,8 +436,12 @@ void h_evaluations_list(struct fcgi_ctx *c)
 	int64_t limit, cursor;
 	long long uid;
 	bool admin;
-	if (!rv_caller(c, &uid, &admin) || !fcgi_query_int(c, "limit", 1, EVAL_LIST_MAX, 50, &limit) ||
-	    !fcgi_query_int(c, "cursor", 1, INT64_MAX - 1, INT64_MAX - 1, &cursor))
+	char scope[32];
+	if (!rv_caller(c, &uid, &admin))
+		return;
+	snprintf(scope, sizeof scope, "u:%lld", uid);   /* the caller's cursors only */
+	if (!fcgi_query_int(c, "limit", 1, EVAL_LIST_MAX, 50, &limit) ||
+	    !fcgi_query_cursor(c, CURSOR_EVALUATIONS, scope, INT64_MAX - 1, &cursor, NULL))
 		return;
 	if (status) {
 		bool ok = false;
@@ -490,9 +495,11 @@ void h_evaluations_list(struct fcgi_ctx *c)
 		fcgi_reply_db_error(c, dst);
 		return;
 	}
+	buf_puts(b, "],\"next_cursor\":");
 	if (l.n > l.limit)
-		buf_printf(b, "],\"next_cursor\":\"%lld\"}", l.last_seq);
+		fcgi_put_cursor(c, b, CURSOR_EVALUATIONS, scope, l.last_seq);
 	else
-		buf_puts(b, "],\"next_cursor\":null}");
+		buf_puts(b, "null");
+	buf_putc(b, '}');
 	fcgi_reply_buf(c, 200, "application/json");
 }

@@ -4,8 +4,9 @@
  * computed by the runner, evaluator/fills.h). Visible to the run's owner
  * and to admins, like the other run routes (others get 404).
  *
- * Pages: the stored fills are immutable and in bar order, so the cursor is
- * the index of the next fill (an integer in a string, as the runs list's);
+ * Pages: the stored fills are immutable and in bar order, so the cursor
+ * seals the index of the next fill (opaque and bound to the run, as the
+ * runs list's are to the user: common/cursor.h);
  * a page reads only its own records (SUBSTRING of the blob), never the
  * whole store. The per-bar positions come with the first page (no cursor).
  */
@@ -142,10 +143,15 @@ void h_runs_trades(struct fcgi_ctx *c)
 	const char *id = fcgi_param(c, "id");
 	int64_t limit, cursor;
 	long long bars, stored, total;
+	bool paged;
+	/* the run's visibility first: a cursor cannot tell whether another user's run exists */
 	if (!fcgi_query_int(c, "limit", 1, TRADES_PAGE_MAX, TRADES_PAGE_DEFAULT, &limit) ||
-	    !fcgi_query_int(c, "cursor", 0, INT32_MAX, 0, &cursor) || !trades_meta(c, id, &bars, &stored, &total))
+	    !trades_meta(c, id, &bars, &stored, &total) ||
+	    !fcgi_query_cursor(c, CURSOR_TRADES, id, 0, &cursor, &paged))
 		return;
-	bool first = fcgi_query(c, "cursor") == NULL;
+	bool first = !paged;
+	if (cursor > stored)
+		cursor = stored;   /* sealed by us, so never; keeps the offset arithmetic bounded */
 	long long k = cursor < stored ? (long long)limit : 0;
 	if (k > stored - cursor)
 		k = stored - cursor;
@@ -176,10 +182,11 @@ void h_runs_trades(struct fcgi_ctx *c)
 		fill_json(b, &f);
 	}
 	buf_putc(b, ']');
+	buf_puts(b, ",\"next_cursor\":");
 	if (cursor + k < stored)
-		buf_printf(b, ",\"next_cursor\":\"%lld\"", cursor + k);
+		fcgi_put_cursor(c, b, CURSOR_TRADES, id, cursor + k);
 	else
-		buf_puts(b, ",\"next_cursor\":null");
+		buf_puts(b, "null");
 	if (first && !positions_json(c, id, (size_t)bars, b))
 		return;
 	buf_putc(b, '}');

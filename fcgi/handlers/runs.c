@@ -428,9 +428,14 @@ void h_runs_list(struct fcgi_ctx *c)
 	long long uid;
 	bool admin;
 	int64_t limit, cursor, vid, sid;
+	char scope[32];
 	const char *status = fcgi_query(c, "status"), *dsv = fcgi_query(c, "dataset_version");
-	if (!rv_caller(c, &uid, &admin) || !fcgi_query_int(c, "limit", 1, 200, 50, &limit) ||
-	    !fcgi_query_int(c, "cursor", 1, INT64_MAX - 1, INT64_MAX - 1, &cursor) ||
+	if (!rv_caller(c, &uid, &admin))
+		return;
+	/* a cursor is the caller's: another user's does not open */
+	snprintf(scope, sizeof scope, "u:%lld", uid);
+	if (!fcgi_query_int(c, "limit", 1, 200, 50, &limit) ||
+	    !fcgi_query_cursor(c, CURSOR_RUNS, scope, INT64_MAX - 1, &cursor, NULL) ||
 	    !fcgi_query_int(c, "strategy_version_id", 1, INT64_MAX - 1, 0, &vid) ||
 	    !fcgi_query_int(c, "strategy_id", 1, INT64_MAX - 1, 0, &sid))
 		return;
@@ -504,10 +509,12 @@ void h_runs_list(struct fcgi_ctx *c)
 		fcgi_reply_db_error(c, dst);
 		return;
 	}
+	buf_puts(b, "],\"next_cursor\":");
 	if (l.n > l.limit)
-		buf_printf(b, "],\"next_cursor\":\"%lld\"}", l.last_seq);
+		fcgi_put_cursor(c, b, CURSOR_RUNS, scope, l.last_seq);
 	else
-		buf_puts(b, "],\"next_cursor\":null}");
+		buf_puts(b, "null");
+	buf_putc(b, '}');
 	fcgi_reply_buf(c, 200, "application/json");
 }
 

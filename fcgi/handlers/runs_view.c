@@ -85,9 +85,9 @@ static void copy_col(char *dst, size_t cap, const struct db_col *col)
 }
 
 enum {
-	C_ID, C_OWNER, C_VERSION, C_DSV, C_DSH, C_CFG, C_CODE, C_STATUS, C_ART, C_PARAMS, C_ASSET,
+	C_ID, C_OWNER, C_VERSION, C_DSV, C_DSH, C_CFG, C_CODE, C_STATUS, C_PARAMS, C_ASSET,
 	C_AUDIT, C_AUDIT_RES, C_AUDIT_OK, C_ECODE, C_EMSG, C_ETAIL, C_QAT, C_SAT, C_CAT, C_RT,
-	C_ATT, C_RES, C_VERIF, C_VOF, C_CANCEL, C_ARTERR, C_SID, C_SNAME, C_OWNER_NAME, C_MJSON, C_M0, C__N = C_M0 + 9
+	C_ATT, C_RES, C_VERIF, C_VOF, C_CANCEL, C_ARTERR, C_SID, C_SNAME, C_OWNER_NAME, C_TRADES, C_MJSON, C_M0, C__N = C_M0 + 9
 };
 
 /* Row callback of rv_load_run. */
@@ -105,7 +105,6 @@ static bool load_row(void *ctx, const struct db_col *col, size_t n)
 	copy_col(r->config_hash, sizeof r->config_hash, &col[C_CFG]);
 	copy_col(r->code_hash, sizeof r->code_hash, &col[C_CODE]);
 	copy_col(r->status, sizeof r->status, &col[C_STATUS]);
-	r->artifacts_dir = dup_col(c, &col[C_ART]);
 	r->params = dup_col(c, &col[C_PARAMS]);
 	r->asset = dup_col(c, &col[C_ASSET]);
 	r->audit_requested = col[C_AUDIT].i != 0;
@@ -127,6 +126,7 @@ static bool load_row(void *ctx, const struct db_col *col, size_t n)
 	r->strategy_id = col[C_SID].i;
 	copy_col(r->strategy_name, sizeof r->strategy_name, &col[C_SNAME]);
 	copy_col(r->owner, sizeof r->owner, &col[C_OWNER_NAME]);
+	r->has_trades = col[C_TRADES].i != 0;
 	r->has_metrics = !col[C_M0].is_null;
 	r->metrics_json = dup_col(c, &col[C_MJSON]);
 	for (int i = 0; i < 9; i++)
@@ -146,10 +146,11 @@ int rv_load_run(struct fcgi_ctx *c, const char *id, struct rv_run *r)
 {
 	static const char sql[] =
 		"SELECT r.id, r.owner_id, r.strategy_version_id, r.dataset_version, r.dataset_hash, r.config_hash, "
-		"r.code_hash, r.status, r.artifacts_dir, r.params, r.asset, r.audit, r.audit_result, r.audit_passed, "
+		"r.code_hash, r.status, r.params, r.asset, r.audit, r.audit_result, r.audit_passed, "
 		"r.error_code, r.error_message, r.error_log_tail, " RV_TS("r.queued_at") ", " RV_TS("r.started_at")
 		", " RV_TS("r.completed_at") ", CAST(r.runtime_s AS CHAR), r.attempts, r.resources, r.verification, "
-		"r.verify_of, r.cancel_requested, r.artifacts_error, v.strategy_id, s.name, u.name, m.extra, CAST(m.total_return AS CHAR), "
+		"r.verify_of, r.cancel_requested, r.artifacts_error, v.strategy_id, s.name, u.name, "
+		"EXISTS(SELECT 1 FROM run_trades t WHERE t.run_id = r.id), m.extra, CAST(m.total_return AS CHAR), "
 		"CAST(m.cagr AS CHAR), "
 		"CAST(m.max_drawdown AS CHAR), CAST(m.volatility AS CHAR), CAST(m.sharpe AS CHAR), "
 		"CAST(m.liquidation_events AS CHAR), CAST(m.capital_efficiency AS CHAR), CAST(m.score AS CHAR), "
@@ -161,7 +162,7 @@ int rv_load_run(struct fcgi_ctx *c, const char *id, struct rv_run *r)
 		[C_ID] = 40, [C_DSV] = 130, [C_DSH] = 65, [C_CFG] = 65, [C_CODE] = 65, [C_STATUS] = 16,
 		/* params are at most 16 KiB (POST /runs); the other texts are written
 		 * by the runner and far below their caps */
-		[C_ART] = 1030, [C_PARAMS] = 16385, [C_ASSET] = 70, [C_AUDIT_RES] = 8192, [C_ECODE] = 40,
+		[C_PARAMS] = 16385, [C_ASSET] = 70, [C_AUDIT_RES] = 8192, [C_ECODE] = 40,
 		[C_EMSG] = 4096, [C_ETAIL] = 4608, [C_QAT] = RV_TS_LEN, [C_SAT] = RV_TS_LEN, [C_CAT] = RV_TS_LEN,
 		[C_RT] = 40, [C_RES] = 4096, [C_ARTERR] = 520, [C_VERIF] = 2048, [C_VOF] = 40, [C_MJSON] = 8192,
 		[C_SNAME] = RV_NAME_LEN, [C_OWNER_NAME] = RV_NAME_LEN,
@@ -172,7 +173,7 @@ int rv_load_run(struct fcgi_ctx *c, const char *id, struct rv_run *r)
 	memset(r, 0, sizeof *r);
 	for (int i = 0; i < C__N; i++) {
 		if (i == C_OWNER || i == C_VERSION || i == C_AUDIT || i == C_AUDIT_OK || i == C_ATT || i == C_CANCEL ||
-		    i == C_SID)
+		    i == C_SID || i == C_TRADES)
 			col[i] = (struct db_col){ .type = DB_T_INT };
 		else
 			col[i] = text_col(c, caps[i] ? caps[i] : 40);
@@ -240,8 +241,17 @@ void rv_write_run(struct buf *b, const struct rv_run *r)
 	rv_str(b, r->config_hash);
 	key(b, "status");
 	rv_str(b, r->status);
-	key(b, "artifacts_dir");
-	rv_str(b, r->artifacts_dir);
+	/* the artifacts by their routes, never the server directory they are in */
+	key(b, "artifacts");
+	if (strcmp(r->status, "completed") == 0) {
+		buf_printf(b, "{\"equity\":\"/runs/%s/equity\",\"trades\":", r->id);
+		if (r->has_trades)
+			buf_printf(b, "\"/runs/%s/trades\"}", r->id);
+		else
+			buf_puts(b, "null}");
+	} else {
+		buf_puts(b, "null");
+	}
 	key(b, "artifacts_error");
 	if (r->artifacts_error) {
 		buf_puts(b, "{\"code\":\"artifacts_failed\",\"detail\":");

@@ -27,7 +27,6 @@ struct rv_run {
 	char      dataset_version[130];
 	char      dataset_hash[65], config_hash[65], code_hash[65];
 	char      status[16];
-	char     *artifacts_dir;
 	char     *artifacts_error; /* why equity.csv was not written, NULL if it was or none was due */
 	char     *params;
 	char     *asset;          /* NULL if none */
@@ -42,6 +41,7 @@ struct rv_run {
 	char     *verification;   /* JSON or NULL */
 	char     *verify_of;      /* NULL unless a verification re-execution */
 	bool      cancel_requested;
+	bool      has_trades;     /* run_trades holds its fills (GET /runs/{id}/trades) */
 	bool      has_metrics;
 	char     *metrics_json;   /* complete metrics object (run_metrics.extra) */
 	char      m[9][40];       /* total_return .. runtime_s as text */

@@ -118,6 +118,14 @@ fail:
 	return false;
 }
 
+/* The file name of a registered server path ("" for ""): what the API shows
+ * instead of the path, which would tell the server's layout (issue 11). */
+static const char *file_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
 /* Reply with the stored version. */
 static void reply_version(struct fcgi_ctx *c, int status, const struct st_new *n, long long sid, long long vid,
 			  bool created)
@@ -127,8 +135,8 @@ static void reply_version(struct fcgi_ctx *c, int status, const struct st_new *n
 		      "\"kind\":\"%s\",\"name\":", sid, vid, n->hash, created ? "true" : "false", n->kind);
 	rv_str(b, n->name);
 	if (n->path) {
-		buf_puts(b, ",\"strategy_path\":");
-		rv_str(b, n->path);
+		buf_puts(b, ",\"strategy_file\":");
+		rv_str(b, file_name(n->path));
 	}
 	buf_putc(b, '}');
 	fcgi_reply_buf(c, status, "application/json");
@@ -508,8 +516,8 @@ void h_strategy_versions_get(struct fcgi_ctx *c)
 	rv_str(b, at);
 	buf_puts(b, ",\"params\":");
 	rv_raw(b, params);
-	buf_puts(b, ",\"strategy_path\":");
-	rv_str(b, spath[0] ? spath : NULL);
+	buf_puts(b, ",\"strategy_file\":");
+	rv_str(b, spath[0] ? file_name(spath) : NULL);
 	buf_puts(b, ",\"code\":");
 	cj_write_string(b, cols[8].buf, cols[8].len);
 	buf_putc(b, '}');

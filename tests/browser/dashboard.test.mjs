@@ -120,6 +120,10 @@ test('run metrics read in percent and ratios, with their formulas and the short-
   assert.equal(await value('Max drawdown'), pctText(run.metrics.max_drawdown));
   assert.equal(await value('Sharpe ratio'), Math.abs(run.metrics.sharpe).toFixed(2).replace(/^/, run.metrics.sharpe < 0 && run.metrics.sharpe.toFixed(2) !== '-0.00' ? '−' : ''));
   assert.equal(await value('Bars'), run.metrics.n_bars.toLocaleString('en-US'));
+  // artifacts by their routes (issue 11 item 15): a link, never a server path
+  const art = page.locator('dl div', { has: page.locator('dt', { hasText: /^Artifacts$/ }) });
+  assert.equal(await art.locator('dd a').first().getAttribute('href'), run.artifacts.equity);
+  assert.doesNotMatch(await art.textContent(), /\//, 'no path in the Artifacts row');
   assert.ok(await row('CAGR').isVisible(), 'CAGR by its name, not "Cagr"');
   assert.equal(await page.getByRole('rowheader', { name: 'Cagr', exact: true }).count(), 0);
   assert.match(await row('Score').textContent(), /CAGR − 0\.7 × \|max drawdown\|/, 'the score formula beside it');

@@ -71,7 +71,9 @@ def _failed_run(api, vid, art, reason):
     done = api.wait_run(run["run_id"], timeout=120)
     assert done["status"] == "completed", done
     assert done["metrics"] is not None
-    assert done["artifacts_dir"] is None, done
+    # the curve is in the database: its route stays; no server path is shown
+    assert done["artifacts"]["equity"] == f"/runs/{done['run_id']}/equity", done
+    assert "artifacts_dir" not in done
     err = done["artifacts_error"]
     assert err["code"] == "artifacts_failed", done
     assert reason in err["detail"], err

@@ -107,13 +107,21 @@ def test_cursor_pagination(carol, evals):
     assert listing(carol, "?limit=200")["next_cursor"] is None
 
 
-@pytest.mark.parametrize("query", ["?status=bogus", "?limit=0", "?limit=201", "?limit=x", "?cursor=abc",
-                                   "?cursor=0", "?challenge=NOPE", "?challenge=" + "A" * 80])
+@pytest.mark.parametrize("query", ["?status=bogus", "?limit=0", "?limit=201", "?limit=x",
+                                   "?challenge=NOPE", "?challenge=" + "A" * 80])
 def test_list_validation(carol, query):
     r = carol.get(f"/api/evaluations{query}")
     assert r.status == 400, (query, r)
     body = r.json()
     assert body["code"] == "invalid_field" and body["error"] and body["detail"]
+
+
+@pytest.mark.parametrize("cursor", ["abc", "0", "1", "", "null"])
+def test_list_refuses_a_cursor_it_did_not_issue(carol, cursor):
+    # cursors are opaque (issue 11 item 15): a number is no longer a position
+    r = carol.get(f"/api/evaluations?cursor={cursor}")
+    assert r.status == 400, (cursor, r)
+    assert r.json()["code"] == "bad_cursor"
 
 
 def test_list_auth(stack):

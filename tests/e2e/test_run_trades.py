@@ -90,9 +90,15 @@ def test_owner_or_admin_only(world):
 def test_bad_paging_and_runs_without_trades(world):
     owner, rid = world["owner"], world["run"]["run_id"]
     assert_error(owner.get(f"/runs/{rid}/trades?limit=0"), 400, "invalid_field")
-    assert_error(owner.get(f"/runs/{rid}/trades?cursor=x"), 400, "invalid_field")
-    past = owner.get(f"/runs/{rid}/trades?cursor=100000").json()
-    assert past["fills"] == [] and past["next_cursor"] is None
+    # cursors are opaque and bound to the run (issue 11 item 15): a number,
+    # an altered cursor or one of another list is 400 bad_cursor
+    assert_error(owner.get(f"/runs/{rid}/trades?cursor=x"), 400, "bad_cursor")
+    assert_error(owner.get(f"/runs/{rid}/trades?cursor=100000"), 400, "bad_cursor")
+    nxt = owner.get(f"/runs/{rid}/trades?limit=1").json()["next_cursor"]
+    assert nxt and not nxt.isdigit()
+    altered = nxt[:20] + ("A" if nxt[20] != "A" else "B") + nxt[21:]
+    assert_error(owner.get(f"/runs/{rid}/trades?cursor={altered}"), 400, "bad_cursor")
+    assert_error(owner.get(f"/runs?cursor={nxt}"), 400, "bad_cursor")
     v = owner.submit(BUY_AND_HOLD + "# trades\n", f"bh-{secrets.token_hex(4)}")
     sim = owner.run(v["strategy_version_id"], dataset_version="v1")
     assert sim["status"] == "completed"

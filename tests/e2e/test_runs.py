@@ -12,7 +12,7 @@ from helpers import assert_error
 from runs_helpers import Api, BUY_AND_HOLD, example, metrics_without_runtime, sleeper
 
 RUN_KEYS = {"run_id", "strategy_version_id", "dataset_version", "dataset_hash", "config_hash", "status",
-            "artifacts_dir", "artifacts_error", "metrics", "code_hash", "params", "error", "audit", "queued_at", "started_at",
+            "artifacts", "artifacts_error", "metrics", "code_hash", "params", "error", "audit", "queued_at", "started_at",
             "completed_at", "runtime_s", "resources"}
 
 

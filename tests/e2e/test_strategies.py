@@ -175,7 +175,11 @@ def test_trusted_path_registration(admin, alice):
     r = admin.post("/strategies", {"strategy_path": path})
     assert r.status == 200, r
     body = r.json()
-    assert body["strategy_path"] == os.path.realpath(path)
+    # the file's name, never the server path (issue 11 item 15)
+    assert body["strategy_file"] == "buy_and_hold.py" and "strategy_path" not in body
+    assert os.path.dirname(os.path.realpath(path)) not in r.body.decode()
+    shown = admin.get(f"/strategies/versions/{body['strategy_version_id']}").json()
+    assert shown["strategy_file"] == "buy_and_hold.py" and "strategy_path" not in shown
     assert body["code_hash"] == hashlib.sha256(Path(path).read_bytes()).hexdigest()
     again = admin.post("/strategies", {"strategy_path": path}).json()
     assert again["strategy_version_id"] == body["strategy_version_id"] and again["created"] is False

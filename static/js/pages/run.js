@@ -421,8 +421,12 @@ export async function render(ctx) {
         ['Dataset hash', fullHash(run.dataset_hash)],
         ['Code hash', fullHash(run.code_hash)],
         ['Config hash', fullHash(run.config_hash)],
-        ['Artifacts', run.artifacts_dir ? h('code', null, String(run.artifacts_dir))
-          : run.artifacts_error ? h('span', { class: 'error' }, 'not written: ' + String(run.artifacts_error.detail)) : null],
+        // artifacts by their API routes (the server's directory is never shown)
+        ['Artifacts', run.artifacts_error ? h('span', { class: 'error' }, 'not written: ' + String(run.artifacts_error.detail))
+          : run.artifacts ? h('span', null,
+            h('a', { href: String(run.artifacts.equity), download: `run-${id}-equity.csv` }, 'equity.csv'),
+            run.artifacts.trades ? [' · ', h('a', { href: String(run.artifacts.trades) }, 'trades (JSON)')] : null)
+          : null],
       ])));
   }
 
