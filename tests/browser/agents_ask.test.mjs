@@ -10,7 +10,8 @@
 // as the model takes, then the question and the answer appear in the chat
 // without a reload, the cost beside the box and the request in the budget;
 // the model API's 429 and then the exhausted request budget (402, nothing
-// sent) are shown beside the box with their codes; axe-core clean at laptop
+// sent) are shown beside the box with their codes; Send still sends a
+// message to the agent (not to the model); axe-core clean at laptop
 // and phone width (pending, answered, failed), no sideways scrolling;
 // screenshots agent-ask-*.png.
 //
@@ -173,6 +174,21 @@ test('the model API\'s 429 and then the exhausted request budget are shown besid
   const v = await axe(page);
   assert.deepEqual(v, [], `failed ask at laptop width:\n${formatViolations(v)}`);
   await shot(page, 'agent-ask-error-laptop');
+  assert.deepEqual(problems, []);
+});
+
+test('Send still sends a message to the agent, which waits for its next iteration, apart from the asks', async () => {
+  const text = `a message, not a question (${stamp})`;
+  await page.getByLabel('Message to the agent').fill(text);
+  await page.getByLabel('Message to the agent').press('Control+Enter');
+  const msg = page.locator('[data-testid="chat-messages"] li[data-type="message"]').filter({ hasText: text });
+  await msg.waitFor({ timeout: 20000 });
+  assert.match(await msg.innerText(), /waiting for the next iteration/);
+  assert.equal(await page.getByLabel('Message to the agent').inputValue(), '');
+  assert.equal(await page.getByLabel('Question for the model').inputValue(), 'And now?', 'the half-typed question survives');
+  assert.equal(upstream().length, 2, 'a message goes to no model');
+  const chat = await apiFetch(page, `/api/agents/${agentId}/chat`);
+  assert.deepEqual(chat.body.messages.map((m) => m.type), ['ask', 'answer', 'message']);
   assert.deepEqual(problems, []);
 });
 
