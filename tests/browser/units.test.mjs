@@ -234,3 +234,33 @@ test('agents pages: the line diff, the field a create error names, iteration fig
   assert.equal(devMetric({ metrics: {}, score: 0.1 }, 'mean_auc'), 0.1);
   assert.equal(devMetric({ metrics: null, score: null }, 'mean_auc'), null);
 });
+
+test('agents chat: what an ask\'s error says, what an answer cost, who wrote a message and whether it reached the agent', async () => {
+  const { askError, askUsage, chatWho, chatNote } = await import('../../static/js/pages/agents_ask.js');
+  const err = (status, code, msg, retryAfter) => Object.assign(new ApiError(status, { error: msg, code, detail: msg }, '/api/agents/x/ask'), retryAfter ? { retryAfter } : {});
+  const nokey = askError(err(409, 'no_api_key', "no Anthropic key for this agent's owner and no admin default: set one with POST /api/anthropic-key"));
+  assert.equal(nokey.settings, true);
+  assert.match(nokey.text, /^No Anthropic API key: .*Set a key in Settings\. \(409 no_api_key\)$/);
+  const budget = askError(err(402, 'budget_exhausted', 'budget: agent requests: 1 of 1 used'));
+  assert.equal(budget.settings, false);
+  assert.equal(budget.text, 'The budget is used up (agent requests: 1 of 1 used): nothing was sent and nothing charged. (402 budget_exhausted)');
+  assert.equal(askError(err(429, 'rate_limited', '3 asks of this owner are running; try again shortly', 5)).text,
+    'Rate limited: 3 asks of this owner are running; try again shortly; nothing was answered. Try again in 5 s. (429 rate_limited)');
+  assert.match(askError(err(429, 'rate_limited', 'the model API is rate limiting this key: slow down')).text, /Try again shortly\. \(429 rate_limited\)$/);
+  assert.match(askError(err(502, 'upstream_error', 'the model API answered 500: broke')).text, /^The model API failed: the model API answered 500: broke\. .*\(502 upstream_error\)$/);
+  assert.match(askError(err(503, 'unavailable', 'the model API is overloaded: busy', 3)).text, /^Not available just now: .*Try again in 3 s\. \(503 unavailable\)$/);
+  assert.match(askError(new ApiError(0, null, '/x')).text, /could not be reached.*\(network\)$/);
+  assert.equal(askError(err(400, 'invalid_field', 'text must be 1 to 10000 characters, not only white space')).text,
+    'Not asked: text must be 1 to 10000 characters, not only white space. (400 invalid_field)');
+  assert.equal(askUsage({ model: 'claude-sonnet-4-5', usage: { input: 1234, output: 56, cache_write: 10, cache_read: 6, requests: 1, cost: 0.004542 } }),
+    "Answered by claude-sonnet-4-5: 1,250 tokens in, 56 out, $0.0045, charged to this agent's budget.");
+  assert.equal(chatWho({ role: 'user', type: 'ask' }), 'you asked the model');
+  assert.equal(chatWho({ role: 'assistant', type: 'answer' }), 'the model answered');
+  assert.equal(chatWho({ role: 'operator', type: 'message' }), 'operator');
+  assert.equal(chatNote({ role: 'user', type: 'ask' }), 'not sent to the agent');
+  assert.equal(chatNote({ role: 'assistant', type: 'answer' }), 'not sent to the agent');
+  assert.equal(chatNote({ role: 'user', type: 'message', delivered_iteration: 3 }), 'delivered to iteration 3');
+  assert.equal(chatNote({ role: 'user', type: 'message' }), 'waiting for the next iteration');
+  assert.equal(chatNote({ role: 'user', type: 'message', superseded: true }), 'superseded');
+  assert.equal(chatNote({ role: 'agent', type: 'message' }), '');
+});

@@ -32,15 +32,18 @@ PORT=$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0));
 
 # Only our settings: nothing from the caller's environment changes the stack.
 unset AGENTTEST_CONFIG DATABASE_URL AGENTTEST_AUTH AGENTTEST_SECRET_FILE AGENTTEST_FCGI_SOCKET \
-      AGENTTEST_BODY_LIMIT AGENTTEST_RATE_BURST AGENTTEST_URL AGENTTEST_TOKEN BINANCE_API_URL
+      AGENTTEST_BODY_LIMIT AGENTTEST_RATE_BURST AGENTTEST_URL AGENTTEST_TOKEN BINANCE_API_URL \
+      AGENTTEST_ANTHROPIC_UPSTREAM
 export AGENTTEST_VAR=$VAR AGENTTEST_BIN=$BIN MANTIS_HOST=127.0.0.1 MANTIS_PORT=$PORT MANTIS_DATA_DIR=$VAR/market \
        MANTIS_AUTH_TOKEN=$TOKEN MANTIS_RATE_LIMIT_RPM=0 AGENTTEST_WORKERS=2 AGENTTEST_DB_BUFFER_POOL=32M
 
 standin=
+astandin=
 cleanup() {
   local rc=$?
   scripts/stack.sh stop >/dev/null 2>&1 || true
   [ -z "$standin" ] || { kill "$standin" 2>/dev/null; wait "$standin" 2>/dev/null; } || true
+  [ -z "$astandin" ] || { kill "$astandin" 2>/dev/null; wait "$astandin" 2>/dev/null; } || true
   if [ -d "$VAR/log" ]; then
     rm -rf "$OUT/browser-logs"
     cp -r "$VAR/log" "$OUT/browser-logs" 2>/dev/null || true
@@ -56,6 +59,17 @@ standin=$!
 for _ in $(seq 100); do [ -s "$VAR/standin.port" ] && break; sleep 0.1; done
 [ -s "$VAR/standin.port" ] || { echo "60-browser: the Binance stand-in did not start"; exit 1; }
 export BINANCE_API_URL="http://127.0.0.1:$(head -n 1 "$VAR/standin.port")"
+
+# The local Anthropic stand-in as the stack's model API, for the Ask box
+# (tests/browser/agents_ask.test.mjs): its script with the path of the file
+# that releases the held first answer, its request log for the test.
+export AGENTTEST_ANTHROPIC_LOG=$VAR/anthropic.jsonl AGENTTEST_ANTHROPIC_RELEASE=$VAR/anthropic.release
+sed "s|@RELEASE@|$AGENTTEST_ANTHROPIC_RELEASE|" tests/browser/agents_ask.script.json >"$VAR/anthropic.script.json"
+"$PYTHON" tests/lib/anthropic_standin.py --script "$VAR/anthropic.script.json" --log "$AGENTTEST_ANTHROPIC_LOG" >"$VAR/anthropic.port" &
+astandin=$!
+for _ in $(seq 100); do [ -s "$VAR/anthropic.port" ] && break; sleep 0.1; done
+[ -s "$VAR/anthropic.port" ] || { echo "60-browser: the Anthropic stand-in did not start"; exit 1; }
+export AGENTTEST_ANTHROPIC_UPSTREAM="http://127.0.0.1:$(head -n 1 "$VAR/anthropic.port")"
 
 echo "60-browser: starting a stack on 127.0.0.1:$PORT in $VAR"
 scripts/stack.sh start
@@ -88,11 +102,14 @@ NO_COLOR=1 FORCE_COLOR=0 node --test --test-concurrency=1 --test-timeout=600000 
 # The Agents pages (issue 17): on the same stack, a run of its own, since it
 # waits for the built-in agent's scored iterations (minutes of CPU each) and
 # node's --test-timeout bounds a whole file, not one test; the file's own
-# tests carry their bounds. Its JUnit goes to browser-agents.xml.
+# tests carry their bounds. Then the Ask box (agents_ask.test.mjs, after
+# the agent above is stopped, so the runner is free to fail its
+# claude-code agent at once for want of a key). Their JUnit goes to
+# browser-agents.xml.
 NO_COLOR=1 FORCE_COLOR=0 node --test --test-concurrency=1 --test-timeout=1800000 \
   --test-reporter=spec --test-reporter-destination=stdout \
   --test-reporter=junit --test-reporter-destination="$JUNIT/browser-agents.xml" \
-  tests/browser/agents.test.mjs || rc=$?
+  tests/browser/agents.test.mjs tests/browser/agents_ask.test.mjs || rc=$?
 # The rate limit at its default (issue 17 item 7): a second stack of its
 # own, no token (the loopback admin), MANTIS_RATE_LIMIT_RPM unset, after
 # the first one is stopped; tests/browser/ratelimit.test.mjs opens six tabs

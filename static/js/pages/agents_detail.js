@@ -3,7 +3,7 @@
 // of the iteration in flight, the iterations (table and a metric-by-
 // iteration chart with the best one marked), the code of any iteration with
 // a diff against the previous or the best one, its analysis, notes.txt and
-// STATE.md, and the chat with the agent.
+// STATE.md, and the chat with the agent and the model (agents_chat.js).
 //
 // Theory of operation: GET /api/agents/{id} is polled (fast while the agent
 // runs, backing off while nothing changes, stopped with the page); each
@@ -21,6 +21,7 @@ import { announce, navigate, confirmDialog } from '../app.js';
 import { pageHead, challengeMap, shortId } from './common.js';
 import { agentBadge, agentActive } from './agents.js';
 import { lineDiff, iterTokens, iterCost, usd, devMetric } from './agents_diff.js';
+import { chatPanel } from './agents_chat.js';
 
 /** fill(el, ...kids): el emptied, then kids appended (arrays flattened, nullish skipped). */
 const fill = (el, ...kids) => append(clear(el), kids);
@@ -224,46 +225,6 @@ function textPanel(ctx, id, which, title) {
   return panel;
 }
 
-/** chatPanel(ctx, id) -> the messages with the agent and a form to send one; .reload() fetches again. */
-function chatPanel(ctx, id) {
-  const list = h('ol', { class: 'chat', 'data-testid': 'chat-messages' });
-  const text = h('textarea', { rows: 2, maxlength: 10000 });
-  const err = h('p', { class: 'error', role: 'alert' });
-  const send = h('button', { type: 'submit' }, 'Send');
-  const form = h('form', null, field('Message to the agent', text, 'It reaches the agent at its next iteration (in INBOX.md).'), err, h('div', { class: 'actions' }, send));
-  const panel = h('section', { class: 'panel', 'aria-labelledby': 'ag-chat', 'data-testid': 'chat' }, h('h2', { id: 'ag-chat' }, 'Chat'), list, form);
-  panel.reload = async () => {
-    try {
-      const r = await api(`/api/agents/${enc(id)}/chat`, { signal: ctx.signal });
-      const msgs = (r && r.messages) || [];
-      fill(list, msgs.length ? msgs.map((m) => h('li', { class: `msg role-${m.role}` },
-        h('p', { class: 'small muted' }, `${m.role}${m.type && m.type !== 'message' ? ` (${m.type})` : ''} · `, ago(m.ts),
-          m.delivered_iteration ? ` · delivered to iteration ${m.delivered_iteration}` : m.role === 'user' || m.role === 'operator' ? (m.superseded ? ' · superseded' : ' · waiting for the next iteration') : ''),
-        h('p', { class: 'prewrap' }, String(m.text || '')))) : h('li', { class: 'muted' }, 'No messages yet.'));
-    } catch (e) {
-      if (e && e.name === 'AbortError') return;
-      fill(list, h('li', { class: 'error' }, `Could not load the chat: ${e.message}`));
-    }
-  };
-  form.addEventListener('submit', async (ev) => {
-    ev.preventDefault();
-    err.textContent = '';
-    if (!text.value.trim()) { err.textContent = 'Write a message first.'; return; }
-    send.disabled = true;
-    try {
-      await post(`/api/agents/${enc(id)}/message`, { text: text.value });
-      text.value = '';
-      announce('Message sent');
-      await panel.reload();
-    } catch (e) {
-      err.textContent = `Not sent: ${e.message}`;
-    } finally {
-      send.disabled = false;
-    }
-  });
-  return panel;
-}
-
 /** activityPanel(a) -> the live lines of the iteration in flight, or nothing. */
 function activityPanel(a) {
   const act = a.activity;
@@ -294,7 +255,8 @@ export async function render(ctx) {
   const code = codePanel(ctx, id, state);
   const notes = textPanel(ctx, id, 'notes', 'notes.txt');
   const stateMd = textPanel(ctx, id, 'state', 'STATE.md');
-  const chat = chatPanel(ctx, id);
+  // after an ask, the budgets it was metered against are fetched again
+  const chat = chatPanel(ctx, id, state, () => { refresh().catch(() => {}); });
   root.append(boxes.summary, boxes.actions, boxes.activity, boxes.iters, code, h('div', { class: 'grid' }, notes, stateMd), chat);
 
   let chartCtl = null;
@@ -363,6 +325,7 @@ export async function render(ctx) {
     if (head !== seen.head) {
       fill(boxes.summary, summaryPanel(a));
       fill(boxes.actions, actionsPanel(a));
+      chat.update();
     }
     const actKey = JSON.stringify(a.activity);
     if (actKey !== seen.act) fill(boxes.activity, activityPanel(a));
