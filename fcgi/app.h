@@ -156,21 +156,6 @@ bool field_array(json_object *obj, const char *field, unsigned flags, size_t max
                  struct field_error *e);
 bool field_only(json_object *obj, const char *const *allowed, struct field_error *e);
 
-/* ---- UTF-8 text for JSON replies (utf8.c) ---- */
-
-/* Worst-case size of utf8_clean's output for n input bytes (NUL included):
- * every byte may become U+FFFD (3 bytes). */
-#define UTF8_CLEAN_CAP(n) (3 * (n) + 1)
-
-/* Length of s[0..n) without a last UTF-8 sequence that was cut short (what
- * a truncating snprintf leaves), so a cut never ends in a broken character. */
-size_t utf8_uncut_len(const char *s, size_t n);
-/* Copy s[0..n) to out (cap >= UTF8_CLEAN_CAP(n)), NUL-ended: valid UTF-8
- * unchanged, each byte that does not start a valid sequence (stray
- * continuation, overlong form, surrogate, above U+10FFFF, cut short)
- * replaced by U+FFFD, so the result is always valid UTF-8. Returns its length. */
-size_t utf8_clean(const char *s, size_t n, char *out, size_t cap);
-
 /* ---- authentication (auth.c) ---- */
 
 struct auth_config {

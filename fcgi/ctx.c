@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "common/parse.h"
+#include "common/utf8.h"
 #include "fcgi/app.h"
 
 enum http_method fcgi_method(const struct fcgi_ctx *c)

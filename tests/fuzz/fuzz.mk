@@ -14,7 +14,7 @@ FUZZ_FLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,u
 FUZZ_LIBS  := $(shell pkg-config --libs $(PKGS)) -lm
 
 FUZZ_COMMON := $(wildcard common/*.c)
-FUZZ_FCGI   := fcgi/app.c fcgi/ctx.c fcgi/utf8.c fcgi/request.c fcgi/router.c fcgi/json.c fcgi/auth.c fcgi/hosts.c fcgi/metrics.c \
+FUZZ_FCGI   := fcgi/app.c fcgi/ctx.c fcgi/request.c fcgi/router.c fcgi/json.c fcgi/auth.c fcgi/hosts.c fcgi/metrics.c \
                fcgi/handlers/health.c fcgi/handlers/agents_count.c fcgi/handlers/metrics.c
 FUZZ_OBJS   := $(patsubst %.c,$(FUZZ_BUILD)/%.o,$(FUZZ_COMMON) $(FUZZ_FCGI))
 FUZZERS     := fuzz_request fuzz_json fuzz_config fuzz_klines

@@ -1,13 +1,14 @@
 /*
- * utf8.c: make text safe for a JSON reply. Messages quote what users sent
- * (names, assets, query values) and what peers answered; JSON text must be
- * valid UTF-8, so valid characters pass unchanged and anything else becomes
- * U+FFFD, one per offending byte (see app.h).
+ * utf8.c: UTF-8 well-formedness, shared by the canonical JSON parser
+ * (evaluator/canon_json.c) and the API's error replies (fcgi/ctx.c), which
+ * quote what users sent (names, assets, query values) and what peers
+ * answered: JSON text must be valid UTF-8, so valid characters pass
+ * unchanged and anything else becomes U+FFFD, one per offending byte.
  */
 #include <stdint.h>
 #include <string.h>
 
-#include "fcgi/app.h"
+#include "utf8.h"
 
 /*
  * Length of the valid UTF-8 sequence at s[0..n) (n >= 1), or 0 if the
@@ -45,6 +46,12 @@ static size_t seq_len(const unsigned char *s, size_t n, size_t *need)
 	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
 		return 0;
 	return k;
+}
+
+size_t utf8_seq_len(const char *s, size_t n)
+{
+	size_t need;
+	return seq_len((const unsigned char *)s, n, &need);
 }
 
 size_t utf8_uncut_len(const char *s, size_t n)

@@ -1,5 +1,6 @@
-/* UTF-8 for JSON replies (fcgi/utf8.c): valid text passes unchanged, every
- * invalid byte becomes U+FFFD, and a cut character is dropped. */
+/* UTF-8 (common/utf8.c): well-formed characters are recognised; for JSON
+ * replies valid text passes unchanged, every invalid byte becomes U+FFFD,
+ * and a cut character is dropped. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -7,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "fcgi/app.h"
+#include "common/utf8.h"
 
 #define FFFD "\xef\xbf\xbd"
 
@@ -54,6 +55,20 @@ static void test_small_cap_stops_at_a_character(void **state)
 	(void)state;
 }
 
+static void test_seq_len(void **state)
+{
+	assert_int_equal(utf8_seq_len("a", 1), 1);
+	assert_int_equal(utf8_seq_len("\xc3\xa9x", 3), 2);
+	assert_int_equal(utf8_seq_len("\xe2\x82\xac", 3), 3);
+	assert_int_equal(utf8_seq_len("\xf0\x9f\x93\x88", 4), 4);
+	assert_int_equal(utf8_seq_len("\xe2\x82\xac", 2), 0);     /* cut short by n */
+	assert_int_equal(utf8_seq_len("\xc1\xbf", 2), 0);          /* overlong */
+	assert_int_equal(utf8_seq_len("\xed\xbf\xbf", 3), 0);     /* surrogate U+DFFF */
+	assert_int_equal(utf8_seq_len("\xf8\x88\x80\x80", 4), 0); /* 5-byte lead */
+	assert_int_equal(utf8_seq_len("\xbf", 1), 0);
+	(void)state;
+}
+
 static void test_uncut_len(void **state)
 {
 	assert_int_equal(utf8_uncut_len("", 0), 0);
@@ -74,6 +89,7 @@ int main(void)
 		cmocka_unit_test(test_valid_text_unchanged),
 		cmocka_unit_test(test_invalid_bytes_replaced),
 		cmocka_unit_test(test_small_cap_stops_at_a_character),
+		cmocka_unit_test(test_seq_len),
 		cmocka_unit_test(test_uncut_len),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
