@@ -25,19 +25,12 @@ import pytest
 from conftest import BIN
 from helpers import assert_error
 from runs_helpers import Api, BUY_AND_HOLD
-from test_strategy_check import stop_proc, wait_checker, wait_pid_gone
+from test_strategy_check import checker_stack, stop_proc, wait_checker, wait_pid_gone
 
 
 @pytest.fixture(scope="module")
 def tstack(stack_factory):
-    """6 pool workers so several checks are in flight at once; 2 check workers."""
-    s = stack_factory.fresh("check-takeover", AGENTTEST_WORKERS=6, AGENTTEST_RUNNER_SLOTS=1,
-                            AGENTTEST_CHECK_CONCURRENCY=2)
-    s.start()
-    yield s
-    for p in getattr(s, "extra_runners", []):
-        stop_proc(p)
-    s.stop()
+    yield from checker_stack(stack_factory, "check-takeover")
 
 
 @pytest.fixture(scope="module")
