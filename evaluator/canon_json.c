@@ -10,40 +10,14 @@
 #include <string.h>
 
 #include "evaluator/pyrepr.h"
+#include "utf8.h"
 #include "xalloc.h"
 
 int cj_valid_utf8(const char *s, size_t len)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t i = 0;
-	while (i < len) {
-		unsigned c = p[i];
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		size_t n;
-		uint32_t cp, min;
-		if ((c & 0xe0) == 0xc0) {
-			n = 2; cp = c & 0x1f; min = 0x80;
-		} else if ((c & 0xf0) == 0xe0) {
-			n = 3; cp = c & 0x0f; min = 0x800;
-		} else if ((c & 0xf8) == 0xf0) {
-			n = 4; cp = c & 0x07; min = 0x10000;
-		} else {
+	for (size_t i = 0, k; i < len; i += k)
+		if ((k = utf8_seq_len(s + i, len - i)) == 0)
 			return 0;
-		}
-		if (len - i < n)
-			return 0;
-		for (size_t k = 1; k < n; k++) {
-			if ((p[i + k] & 0xc0) != 0x80)
-				return 0;
-			cp = (cp << 6) | (p[i + k] & 0x3f);
-		}
-		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-			return 0;
-		i += n;
-	}
 	return 1;
 }
 

@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "common/parse.h"
+#include "common/utf8.h"
 #include "fcgi/app.h"
 
 enum http_method fcgi_method(const struct fcgi_ctx *c)
@@ -252,23 +253,28 @@ void fcgi_reply_buf(struct fcgi_ctx *c, int status, const char *content_type)
 	c->ctype = content_type;
 }
 
+/*
+ * The one error shape {"error","code","detail"}, written by json-c from the
+ * formatted message made valid UTF-8 (utf8.c): a character a user sent (a
+ * name, an asset) arrives unchanged, an invalid byte as U+FFFD, and a
+ * message cut at its 511 bytes never ends in half a character.
+ */
 void fcgi_reply_error(struct fcgi_ctx *c, int status, const char *code, const char *fmt, ...)
 {
-	char msg[512];
+	char msg[512], clean[UTF8_CLEAN_CAP(sizeof msg)];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	int want = vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	if (!ctx_begin(c, status, "application/json"))
-		return;
 	size_t n = strlen(msg);
-	buf_puts(c->out_body, "{\"error\":\"");
-	log_json_escape(c->out_body, msg, n);
-	buf_puts(c->out_body, "\",\"code\":\"");
-	buf_puts(c->out_body, code);
-	buf_puts(c->out_body, "\",\"detail\":\"");
-	log_json_escape(c->out_body, msg, n);
-	buf_puts(c->out_body, "\"}");
+	if (want >= (int)sizeof msg)
+		n = utf8_uncut_len(msg, n);
+	utf8_clean(msg, n, clean, sizeof clean);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "error", json_object_new_string(clean));
+	json_object_object_add(o, "code", json_object_new_string(code));
+	json_object_object_add(o, "detail", json_object_new_string(clean));
+	fcgi_reply_json(c, status, o);
 }
 
 void fcgi_reply_db_error(struct fcgi_ctx *c, enum db_status st)

@@ -97,14 +97,24 @@ static int io_full(int fd, void *p, size_t n, long long deadline, bool wr, size_
  * any byte of an answer (the checker died with the request: safe to ask again). */
 enum ask { ASK_ANSWER, ASK_DOWN, ASK_BUSY, ASK_FAILED, ASK_RESET };
 
+/* The pid of the process listening at the other end of connected fd (SO_PEERCRED), or 0 if unknown. */
+static pid_t peer_pid(int fd)
+{
+	struct ucred cr;
+	socklen_t n = sizeof cr;
+	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &n) == 0 && n == sizeof cr ? cr.pid : 0;
+}
+
 /*
  * Ask the checker at path about code, once. ASK_ANSWER with the verdict
  * object in *out (new reference); otherwise why in err (for the log or the
- * reply).
+ * reply). *peer: in, a checker not to ask while connect_ms lasts (the one
+ * that just reset us, 0 for none); out, the one asked (0 if unknown).
  */
-static enum ask ask_once(const char *path, const char *code, size_t len, long long connect_ms, json_object **out,
-			 char *err, size_t errlen)
+static enum ask ask_once(const char *path, const char *code, size_t len, long long connect_ms, pid_t *peer,
+			 json_object **out, char *err, size_t errlen)
 {
+	pid_t avoid = *peer;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	uint8_t hdr[CHECK_HDR_LEN];
 	unsigned status;
@@ -124,13 +134,19 @@ static enum ask ask_once(const char *path, const char *code, size_t len, long lo
 			snprintf(err, errlen, "socket: %s", strerror(errno));
 			return ASK_FAILED;
 		}
-		if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
-			break;
-		int e = errno;
-		snprintf(err, errlen, "connect %s: %s", path, strerror(e));
-		rc = e == EAGAIN ? ASK_BUSY : ASK_DOWN;   /* EAGAIN: its backlog is full */
-		if ((e != ENOENT && e != ECONNREFUSED) || mono_ms() >= give_up)
-			goto out;
+		if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
+			/* a killed owner's listening socket outlives its threads for a
+			 * moment and resets what it takes in: wait for the heir's */
+			*peer = peer_pid(fd);
+			if (avoid == 0 || *peer != avoid || mono_ms() >= give_up)
+				break;
+		} else {
+			int e = errno;
+			snprintf(err, errlen, "connect %s: %s", path, strerror(e));
+			rc = e == EAGAIN ? ASK_BUSY : ASK_DOWN;   /* EAGAIN: its backlog is full */
+			if ((e != ENOENT && e != ECONNREFUSED) || mono_ms() >= give_up)
+				goto out;
+		}
 		close(fd);
 		fd = -1;
 		struct timespec nap = { 0, 50 * 1000 * 1000 };
@@ -187,16 +203,20 @@ out:
  * Ask the checker at path about code (ask_once). A check has no side
  * effects, so a connection reset before any answer byte (the socket's owner
  * was killed with the request in hand, and another runner takes the socket
- * over) is asked once more, on a new connection: a takeover is not seen by
- * clients. A second reset is ASK_FAILED, as any hang-up was.
+ * over) is asked once more, on a new connection to another checker than the
+ * one that reset it (the dead owner's listening socket still takes
+ * connections for a moment, and resets them too), for up to
+ * CHECK_TAKEOVER_MS: a takeover is not seen by clients. A second reset is
+ * ASK_FAILED, as any hang-up was.
  */
 static enum ask ask_checker(const char *path, const char *code, size_t len, json_object **out, char *err,
 			    size_t errlen)
 {
-	enum ask rc = ask_once(path, code, len, CHECK_CONNECT_MS, out, err, errlen);
+	pid_t peer = 0;
+	enum ask rc = ask_once(path, code, len, CHECK_CONNECT_MS, &peer, out, err, errlen);
 	if (rc == ASK_RESET) {
-		log_msg(LOG_LVL_WARNING, "check_retried", "%s", err);
-		rc = ask_once(path, code, len, CHECK_TAKEOVER_MS, out, err, errlen);
+		log_msg(LOG_LVL_WARNING, "check_retried", "%s (checker pid %ld)", err, (long)peer);
+		rc = ask_once(path, code, len, CHECK_TAKEOVER_MS, &peer, out, err, errlen);
 	}
 	return rc == ASK_RESET ? ASK_FAILED : rc;
 }

@@ -132,3 +132,16 @@ def test_429_rate_limited(secured):
 def test_rate_limit_off_when_zero(stack):
     # The default test stack runs with MANTIS_RATE_LIMIT_RPM=0.
     assert all(stack.get("/health").status == 200 for _ in range(150))
+
+
+def test_error_quotes_utf8_unchanged_and_invalid_bytes_as_fffd(stack, user_token):
+    """An error quoting what the user sent (here the challenge name in the path)
+    carries it as raw UTF-8, not as one escape per byte; bytes that are not
+    UTF-8 arrive as U+FFFD, and the body is valid JSON in valid UTF-8."""
+    r = stack.get("/api/challenges/caf%C3%A9-%F0%9F%93%88/leaderboard", token=user_token)
+    body = assert_error(r, 404, "not_found")
+    assert body["error"] == "no challenge 'caf\u00e9-\U0001f4c8'", body
+    assert "caf\u00e9-\U0001f4c8".encode() in r.body and b"\\u00c3" not in r.body
+    r = stack.get("/api/challenges/a%FFb%C3/leaderboard", token=user_token)
+    body = assert_error(r, 404, "not_found")   # .json() decodes strict UTF-8
+    assert body["error"] == "no challenge 'a\ufffdb\ufffd'", body

@@ -111,16 +111,22 @@ def wait_pid_gone(pid, timeout=40):
     assert not os.path.exists(f"/proc/{pid}"), f"pid {pid} still runs"
 
 
-@pytest.fixture(scope="module")
-def cstack(stack_factory):
-    """6 pool workers so several checks reach the runner at once; 2 check workers."""
-    s = stack_factory.fresh("checker", AGENTTEST_WORKERS=6, AGENTTEST_RUNNER_SLOTS=1,
+def checker_stack(stack_factory, name):
+    """A started stack with 6 pool workers, so several checks reach the runner
+    at once, and 2 check workers; yields it, then stops the extra runners a
+    test started and the stack (for a module fixture)."""
+    s = stack_factory.fresh(name, AGENTTEST_WORKERS=6, AGENTTEST_RUNNER_SLOTS=1,
                             AGENTTEST_CHECK_CONCURRENCY=2)
     s.start()
     yield s
     for p in getattr(s, "extra_runners", []):
         stop_proc(p)
     s.stop()
+
+
+@pytest.fixture(scope="module")
+def cstack(stack_factory):
+    yield from checker_stack(stack_factory, "checker")
 
 
 @pytest.fixture(scope="module")

@@ -55,6 +55,23 @@ static void h_tail(struct fcgi_ctx *c)
 
 static void h_noreply(struct fcgi_ctx *c) { (void)c; }
 
+/* An error quoting the user's ?q=, after ?pad= 'x's (to reach the 511-byte cut). */
+static void h_say(struct fcgi_ctx *c)
+{
+	int64_t pad;
+	const char *q = fcgi_query(c, "q");
+	if (!fcgi_query_int(c, "pad", 0, 600, 0, &pad))
+		return;
+	fcgi_reply_error(c, 404, "not_found", "%.*s'%s' is not here", (int)pad,
+	                 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+	                 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+	                 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+	                 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+	                 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+	                 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+	                 q ? q : "");
+}
+
 static const struct fcgi_route routes[] = {
 	{ HTTP_GET, "/health", h_health, ACCESS_PUBLIC, BODY_NONE },
 	{ HTTP_GET, "/metrics", h_metrics, ACCESS_ADMIN_OR_LOOPBACK, BODY_NONE },
@@ -64,6 +81,7 @@ static const struct fcgi_route routes[] = {
 	{ HTTP_GET, "/t/tail", h_tail, ACCESS_USER, BODY_NONE },
 	{ HTTP_GET, "/t/admin", h_opt, ACCESS_ADMIN, BODY_NONE },
 	{ HTTP_GET, "/t/noreply", h_noreply, ACCESS_PUBLIC, BODY_NONE },
+	{ HTTP_GET, "/t/say", h_say, ACCESS_PUBLIC, BODY_NONE },
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
 
@@ -323,6 +341,54 @@ static void test_json_bodies(void **state)
 	(void)state;
 }
 
+#define FFFD "\xef\xbf\xbd"
+
+/* The message of error body r, copied to out; the body must be strict JSON
+ * in valid UTF-8 (body_parse checks both). */
+static void error_message(const struct resp *r, char *out, size_t cap)
+{
+	json_object *o = NULL, *e;
+	char why[160];
+	assert_int_equal(body_parse(r->body, strlen(r->body), &o, why, sizeof why), BODY_OK);
+	assert_true(json_object_object_get_ex(o, "error", &e));
+	snprintf(out, cap, "%s", json_object_get_string(e));
+	json_object_put(o);
+}
+
+static void test_error_messages_are_utf8(void **state)
+{
+	struct resp r;
+	char msg[600];
+	/* what the user sent arrives as it was: raw UTF-8 in the body, never \u00c3-style bytes */
+	run(&r, "GET", "/t/say?q=caf%C3%A9%20%E2%82%AC%20%F0%9F%93%88", NULL, NULL);
+	expect_error(&r, 404, "not_found");
+	error_message(&r, msg, sizeof msg);
+	assert_string_equal(msg, "'caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x93\x88' is not here");
+	assert_non_null(strstr(r.body, "caf\xc3\xa9"));
+	assert_null(strstr(r.body, "\\u00c3"));
+	/* invalid UTF-8 from the user becomes U+FFFD: the body stays valid JSON */
+	run(&r, "GET", "/t/say?q=a%FFb%C0%AFc%ED%A0%80", NULL, NULL);
+	expect_error(&r, 404, "not_found");
+	error_message(&r, msg, sizeof msg);
+	assert_string_equal(msg, "'a" FFFD "b" FFFD FFFD "c" FFFD FFFD FFFD "' is not here");
+	/* quotes and control characters are escaped, and the code is the code */
+	run(&r, "GET", "/t/say?q=%22%5C%0A%01", NULL, NULL);
+	expect_error(&r, 404, "not_found");
+	error_message(&r, msg, sizeof msg);
+	assert_string_equal(msg, "'\"\\\n\x01' is not here");
+	/* the 511-byte cut falls inside a character: that character is dropped, not garbled */
+	run(&r, "GET", "/t/say?pad=509&q=%E2%82%AC", NULL, NULL);
+	expect_error(&r, 404, "not_found");
+	error_message(&r, msg, sizeof msg);
+	assert_int_equal(strlen(msg), 510);
+	assert_memory_equal(msg + 509, "'", 2);
+	run(&r, "GET", "/t/say?pad=508&q=%C3%A9", NULL, NULL);
+	error_message(&r, msg, sizeof msg);
+	assert_int_equal(strlen(msg), 511);
+	assert_string_equal(msg + 508, "'\xc3\xa9");
+	(void)state;
+}
+
 static void test_body_limit(void **state)
 {
 	struct resp r;
@@ -508,6 +574,7 @@ int main(void)
 		cmocka_unit_test(test_routing_errors),
 		cmocka_unit_test(test_echo_and_request_id),
 		cmocka_unit_test(test_json_bodies),
+		cmocka_unit_test(test_error_messages_are_utf8),
 		cmocka_unit_test(test_body_limit),
 		cmocka_unit_test(test_auth_in_pipeline),
 		cmocka_unit_test(test_query_token_cookie),
