@@ -295,6 +295,21 @@ void ag_bad_challenge(struct fcgi_ctx *c, const char *name)
 	fcgi_reply_error(c, 400, "invalid_field", "unknown challenge '%.64s'; valid: %s", name, names);
 }
 
+bool ag_best_by_field(struct fcgi_ctx *c, json_object *obj, const char *name, const char **best_by)
+{
+	json_object *v = NULL;
+	const char *key = strrchr(name, '.') ? strrchr(name, '.') + 1 : name;
+	if (!obj || !json_object_object_get_ex(obj, key, &v) || !v)
+		return true;
+	const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+	if (!s || (strcmp(s, "holdout") != 0 && strcmp(s, "forward") != 0)) {
+		fcgi_reply_error(c, 400, "invalid_field", "%s must be \"holdout\" or \"forward\"", name);
+		return false;
+	}
+	*best_by = s;
+	return true;
+}
+
 void h_agents_create(struct fcgi_ctx *c)
 {
 	static const char *const allowed[] = { "challenge", "goal", "model", "min_iterations", "max_iterations",
@@ -314,7 +329,7 @@ void h_agents_create(struct fcgi_ctx *c)
 	    !fcgi_json_int(c, body, "days_back", FIELD_OPTIONAL | FIELD_NULLABLE, 60, 365, &n.days_back) ||
 	    !fcgi_json_int(c, body, "seed", FIELD_OPTIONAL | FIELD_NULLABLE, 0, 4294967295LL, &n.seed) ||
 	    !fcgi_json_string(c, body, "dataset_version", FIELD_OPTIONAL | FIELD_NULLABLE, 1, 64, &n.dataset_version) ||
-	    !fcgi_json_string(c, body, "best_by", FIELD_OPTIONAL | FIELD_NULLABLE, 1, 16, &n.best_by) ||
+	    !ag_best_by_field(c, body, "best_by", &n.best_by) ||
 	    !fcgi_json_object(c, body, "budget", FIELD_OPTIONAL | FIELD_NULLABLE, &budget))
 		return;
 	if (budget && (!fcgi_json_only(c, budget, budget_allowed) ||
@@ -327,10 +342,6 @@ void h_agents_create(struct fcgi_ctx *c)
 	const struct ch_def *def = ch_lookup(n.challenge);
 	if (!def) {
 		ag_bad_challenge(c, n.challenge);
-		return;
-	}
-	if (n.best_by && strcmp(n.best_by, "holdout") != 0 && strcmp(n.best_by, "forward") != 0) {
-		fcgi_reply_error(c, 400, "invalid_field", "best_by must be holdout or forward");
 		return;
 	}
 	n.challenge = def->name;

@@ -72,6 +72,12 @@ enum db_status ag_iterations(struct fcgi_ctx *c, const char *id, long long only,
 /* Reply 400 for an unknown challenge, listing the valid names. */
 void ag_bad_challenge(struct fcgi_ctx *c, const char *name);
 
+/* The optional best_by of obj (name: the field as the reply names it, e.g.
+ * "config.best_by"; its last part is the key): absent or null leaves
+ * *best_by untouched; "holdout" or "forward" sets it; anything else replies
+ * 400 invalid_field naming the field and the two values, and returns false. */
+bool ag_best_by_field(struct fcgi_ctx *c, json_object *obj, const char *name, const char **best_by);
+
 /* Characters (code points) of valid UTF-8 text. */
 size_t ag_chars(const char *s);
 

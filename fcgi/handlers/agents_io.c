@@ -1,10 +1,11 @@
 /*
  * agents_io: clone, export and import of agents (issue 15).
  *
- *   POST .../clone {goal?, iteration?, max_iterations?} -> 201 {id,
- *        cloned_from, fork_iteration}: a new agent with the same
- *        configuration; with iteration, that iteration's code is the first
- *        INBOX.md of the clone (as the original). 404/400/429 as create.
+ *   POST .../clone {goal?, iteration?, max_iterations?, best_by?} -> 201
+ *        {id, cloned_from, fork_iteration}: a new agent with the same
+ *        configuration (best_by included, unless the body sets it); with
+ *        iteration, that iteration's code is the first INBOX.md of the
+ *        clone (as the original). 404/400/429 as create.
  *   GET  .../export -> attachment agent_<id>.json {format:
  *        "mantis-agent-export-v1", exported_at, agent: {id, status, config,
  *        iterations}, code: {"<n>": source}}
@@ -16,6 +17,9 @@
  * and iteration numbers are decimal 1..500 without sign or leading zero,
  * each code at most 1 MiB, the configuration passes the create rules, and
  * the whole bundle is within the pool's body limit (AGENTTEST_BODY_LIMIT).
+ * The bundle's config.best_by (how the best iteration is judged, issue 18)
+ * is kept: absent or null is holdout, anything but "holdout" or "forward"
+ * is refused with 400 invalid_field naming agent.config.best_by.
  * A bundle's holdout numbers are not this server's sealed scores: they are
  * dropped, and an imported agent has no best iteration until it is cloned
  * and scored here.
@@ -43,7 +47,7 @@ static void io_created(struct fcgi_ctx *c, json_object *o)
 
 /* Row callback: the config of the source agent. */
 struct io_src {
-	char challenge[70], model[20], driver[20], dsv[70];
+	char challenge[70], model[20], driver[20], dsv[70], best_by[16];
 	long long min_it, max_it, days_back, seed;
 	char *goal;
 	bool found;
@@ -63,19 +67,21 @@ static bool io_src_row(void *ctx, const struct db_col *col, size_t ncol)
 	s->days_back = col[6].i;
 	s->seed = col[7].i;
 	snprintf(s->dsv, sizeof s->dsv, "%s", col[8].buf);
+	snprintf(s->best_by, sizeof s->best_by, "%s", col[9].buf);
 	return false;
 }
 
 void h_agents_clone(struct fcgi_ctx *c)
 {
-	static const char *const allowed[] = { "goal", "iteration", "max_iterations", NULL };
+	static const char *const allowed[] = { "goal", "iteration", "max_iterations", "best_by", NULL };
 	json_object *body = fcgi_body(c);
-	const char *goal = NULL;
+	const char *goal = NULL, *best_by = NULL;
 	int64_t fork = 0, max_it = 0;
 	if (body && (!fcgi_json_only(c, body, allowed) ||
 		     !fcgi_json_string(c, body, "goal", FIELD_OPTIONAL | FIELD_NULLABLE, 1, AG_GOAL_MAX * 4, &goal) ||
 		     !fcgi_json_int(c, body, "iteration", FIELD_OPTIONAL | FIELD_NULLABLE, 1, IO_MAX_ITER, &fork) ||
-		     !fcgi_json_int(c, body, "max_iterations", FIELD_OPTIONAL | FIELD_NULLABLE, 1, 500, &max_it)))
+		     !fcgi_json_int(c, body, "max_iterations", FIELD_OPTIONAL | FIELD_NULLABLE, 1, 500, &max_it) ||
+		     !ag_best_by_field(c, body, "best_by", &best_by)))
 		return;
 	if (goal && ag_chars(goal) > AG_GOAL_MAX) {
 		fcgi_reply_error(c, 400, "invalid_field", "goal: at most %d characters", AG_GOAL_MAX);
@@ -86,10 +92,11 @@ void h_agents_clone(struct fcgi_ctx *c)
 		return;
 	struct io_src s = { 0 };
 	struct db_col col[] = { ag_text_col(c, 70), ag_text_col(c, AG_GOAL_MAX * 4 + 1), ag_text_col(c, 20),
-				ag_text_col(c, 20), DB_COL_INT, DB_COL_INT, DB_COL_INT, DB_COL_INT, ag_text_col(c, 70) };
+				ag_text_col(c, 20), DB_COL_INT, DB_COL_INT, DB_COL_INT, DB_COL_INT, ag_text_col(c, 70),
+				ag_text_col(c, 16) };
 	struct db_arg k = DB_ARG_TEXT(a.id);
 	enum db_status st = db_exec(fcgi_db(c), "SELECT challenge, goal, model, driver, min_iterations, max_iterations, "
-				    "days_back, seed, dataset_version FROM agents WHERE id = ?", &k, 1, col, 9, io_src_row,
+				    "days_back, seed, dataset_version, best_by FROM agents WHERE id = ?", &k, 1, col, 10, io_src_row,
 				    &s, NULL, DB_IDEMPOTENT);
 	struct db_col code = ag_text_col(c, AG_CODE_MAX * 4 + 1);
 	struct db_result r = { 0 };
@@ -109,7 +116,7 @@ void h_agents_clone(struct fcgi_ctx *c)
 	struct ag_new n = { .challenge = s.challenge, .goal = goal ? goal : s.goal, .model = s.model,
 			    .driver = s.driver, .min_iterations = s.min_it, .max_iterations = max_it ? max_it : s.max_it,
 			    .days_back = s.days_back, .seed = s.seed, .budget_wall_s = -1, .cloned_from = a.id,
-			    .fork_iteration = fork, .dataset_version = s.dsv };
+			    .fork_iteration = fork, .dataset_version = s.dsv, .best_by = best_by ? best_by : s.best_by };
 	if (n.min_iterations > n.max_iterations)
 		n.min_iterations = n.max_iterations;
 	const struct agent_driver *drv = agent_driver_lookup(n.driver);
@@ -326,7 +333,8 @@ void h_agents_import(struct fcgi_ctx *c)
 	    !fcgi_json_int(c, cfg, "min_iterations", FIELD_OPTIONAL | FIELD_NULLABLE, 1, 100, &n.min_iterations) ||
 	    !fcgi_json_int(c, cfg, "max_iterations", FIELD_OPTIONAL | FIELD_NULLABLE, 1, 500, &n.max_iterations) ||
 	    !fcgi_json_int(c, cfg, "days_back", FIELD_OPTIONAL | FIELD_NULLABLE, 60, 365, &n.days_back) ||
-	    !fcgi_json_int(c, cfg, "seed", FIELD_OPTIONAL | FIELD_NULLABLE, 0, 4294967295LL, &n.seed))
+	    !fcgi_json_int(c, cfg, "seed", FIELD_OPTIONAL | FIELD_NULLABLE, 0, 4294967295LL, &n.seed) ||
+	    !ag_best_by_field(c, cfg, "agent.config.best_by", &n.best_by))
 		return;
 	const struct ch_def *def = ch_lookup(n.challenge);
 	if (!def) {

@@ -308,6 +308,53 @@ def test_export_import_round_trip_and_no_traversal(astack, owner, other):
         post(astack, f"/api/agents/{x}/delete", owner)
 
 
+def test_clone_and_import_keep_best_by(astack, owner):
+    """best_by (how the best iteration is judged, docs/forward-scores.md) survives a
+    clone, an export and an import; a clone may set it; a bad value is refused with
+    400 invalid_field naming the field, and nothing is created."""
+    def best_by(x):
+        return astack.get(f"/api/agents/{x}", token=owner).json()["config"]["best_by"]
+
+    aid = create(astack, owner, best_by="forward")
+    assert best_by(aid) == "forward"
+    c = post(astack, f"/api/agents/{aid}/clone", owner, {"goal": "the same, judged forward"})
+    assert c.status == 201, c
+    cid = c.json()["id"]
+    assert best_by(cid) == "forward"
+    post(astack, f"/api/agents/{cid}/delete", owner)
+    c = post(astack, f"/api/agents/{aid}/clone", owner, {"best_by": "holdout"})
+    assert c.status == 201, c
+    hid = c.json()["id"]
+    assert best_by(hid) == "holdout"
+    post(astack, f"/api/agents/{hid}/delete", owner)
+    for bad in ("FORWARD", "sharpe", "", 1, True, ["forward"]):
+        e = assert_error(post(astack, f"/api/agents/{aid}/clone", owner, {"best_by": bad}), 400, "invalid_field")
+        assert "best_by" in e["error"] and "forward" in e["error"], e
+    ex = astack.get(f"/api/agents/{aid}/export", token=owner)
+    assert ex.status == 200 and ex.json()["agent"]["config"]["best_by"] == "forward", ex
+    imp = post(astack, "/api/agents/import", owner, ex.json())
+    assert imp.status == 201, imp
+    assert best_by(imp.json()["id"]) == "forward"
+    ids = [aid, imp.json()["id"]]
+    for given, want in (("holdout", "holdout"), (None, "holdout")):
+        imp = post(astack, "/api/agents/import", owner, bundle(best_by=given))
+        assert imp.status == 201, imp
+        assert best_by(imp.json()["id"]) == want
+        ids.append(imp.json()["id"])
+    no_key = bundle()
+    assert "best_by" not in no_key["agent"]["config"]
+    imp = post(astack, "/api/agents/import", owner, no_key)
+    assert imp.status == 201 and best_by(imp.json()["id"]) == "holdout", imp
+    ids.append(imp.json()["id"])
+    count = len(astack.get("/api/agents", token=owner).json())
+    for bad in ("FORWARD", "sharpe", "", 1, False, {"by": "forward"}):
+        e = assert_error(post(astack, "/api/agents/import", owner, bundle(best_by=bad)), 400, "invalid_field")
+        assert "agent.config.best_by" in e["error"], e
+    assert len(astack.get("/api/agents", token=owner).json()) == count   # nothing was created
+    for x in ids:
+        post(astack, f"/api/agents/{x}/delete", owner)
+
+
 def test_pause_and_pending_messages_survive_a_full_stack_restart(astack, owner):
     aid = create(astack, owner)
     post(astack, f"/api/agents/{aid}/pause", owner)

@@ -9,7 +9,10 @@
  * than min_bars wait; each shadow is decided once per default; the
  * numbers are the returns recomputed here; an approval promotes (history
  * row with reason and numbers, the shadow becomes the default account, the
- * old one retired) and a second approval is refused.
+ * old one retired) and a second approval is refused. A label with a rule
+ * but no paper account at all: a refresh queues no paper step (so nothing
+ * discovers there); discovery, as PUT /defaults/rules runs it, opens the
+ * shadow, and without a default no decision is made (docs/paper-trading.md).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,6 +28,7 @@
 
 #include "common/db.h"
 #include "common/migrate.h"
+#include "common/paper_queue.h"
 #include "common/updater.h"
 #include "tests/unit/lib/tmariadb.h"
 
@@ -178,11 +182,48 @@ static void test_approve(void **state)
 	buf_free(&err);
 }
 
+/* A label with a rule and no paper account: the documented discovery gap. */
+static void test_label_without_accounts(void **state)
+{
+	struct buf err = BUF_INIT;
+	(void)state;
+	ok("INSERT INTO datasets (id, version, dataset_hash, path, assets, interval_ms, bars, first_ts, last_ts) VALUES "
+	   "(1, 'bare-1m-7d-v1', REPEAT('b', 64), '/nowhere', '[\"BTC\"]', 60000, 11, 0, 600000)");
+	ok("INSERT INTO dataset_labels (label, dataset_id) VALUES ('bare-1m-7d', 1)");
+	ok("INSERT INTO strategies (id, owner_id, name) VALUES (7, 7, 'bare')");
+	ok("INSERT INTO strategy_versions (id, strategy_id, code_hash, kind, code, params, created_at) VALUES "
+	   "(7, 7, REPEAT('7', 64), 'positions', 'x', '{}', NOW(6) - INTERVAL 10 DAY)");
+	ok("INSERT INTO runs (id, owner_id, strategy_version_id, dataset_id, dataset_version, dataset_hash, code_hash, "
+	   "config_hash, params) VALUES ('r7', 7, 7, 1, 'bare-1m-7d', REPEAT('b', 64), REPEAT('7', 64), "
+	   "REPEAT('c', 64), '{}')");
+	ok("INSERT INTO run_metrics (run_id, run_seq, strategy_version_id, dataset_version, total_return, cagr, "
+	   "max_drawdown, volatility, sharpe, liquidation_events, capital_efficiency, score, runtime_s, eligible, "
+	   "completed_at) VALUES ('r7', 7, 7, 'bare-1m-7d', 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, NOW(6))");
+	ok("INSERT INTO updater_rules (label, min_age_days, margin, min_bars, max_shadows, auto_promote, updated_by) "
+	   "VALUES ('bare-1m-7d', 0, 0, 1, 2, 1, 7)");
+	/* new candles of the label queue a step per active account: none, so no discovery runs */
+	assert_int_equal(paper_queue_step(db, "bare-1m-7d"), 0);
+	assert_int_equal(one_int("SELECT COUNT(*) FROM paper_steps WHERE label = 'bare-1m-7d'"), 0);
+	assert_int_equal(one_int("SELECT COUNT(*) FROM paper_accounts WHERE label = 'bare-1m-7d'"), 0);
+	/* what PUT /defaults/rules runs: the qualifying version gets a shadow from the label's last bar */
+	assert_int_equal(updater_discover(db, "bare-1m-7d", 10, 1, &err), 1);
+	assert_int_equal(one_int("SELECT COUNT(*) FROM paper_accounts WHERE label = 'bare-1m-7d' AND role = 'shadow' "
+				 "AND origin = 'updater' AND strategy_version_id = 7 AND run_id = 'r7' AND asset = 'BTC' "
+				 "AND start_ts = 600000 AND last_ts = 600000 AND state = 'active'"), 1);
+	assert_int_equal(one_int("SELECT COUNT(*) FROM paper_steps WHERE label = 'bare-1m-7d'"), 1);
+	assert_int_equal(updater_discover(db, "bare-1m-7d", 10, 1, &err), 0);   /* it has an account now */
+	/* no default on paper: the shadow trades, but nothing is decided against it */
+	assert_int_equal(updater_consider(db, "bare-1m-7d", &err), 0);
+	assert_int_equal(one_int("SELECT COUNT(*) FROM updater_proposals WHERE label = 'bare-1m-7d'"), 0);
+	buf_free(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decisions),
 		cmocka_unit_test(test_approve),
+		cmocka_unit_test(test_label_without_accounts),
 	};
 	if (mysql_library_init(0, NULL, NULL) != 0)
 		return 1;
