@@ -23,7 +23,8 @@ int dsretire_unregister(struct db *db, long long id)
 	enum db_status st = db_exec(db, "DELETE FROM datasets WHERE id = ? "
 				    "AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.dataset_id = datasets.id) "
 				    "AND NOT EXISTS (SELECT 1 FROM evaluations e WHERE e.dataset_id = datasets.id) "
-				    "AND NOT EXISTS (SELECT 1 FROM agents g WHERE g.dataset_id = datasets.id)",
+				    "AND NOT EXISTS (SELECT 1 FROM agents g WHERE g.dataset_id = datasets.id) "
+				    "AND NOT EXISTS (SELECT 1 FROM paper_accounts p WHERE p.dataset_id = datasets.id)",
 				    a, 1, NULL, 0, NULL, NULL, &res, 0);
 	if (st != DB_OK)
 		return db_errno(db) == 1451 ? 0 : -1;   /* ER_ROW_IS_REFERENCED_2: pinned just now */
@@ -33,11 +34,12 @@ int dsretire_unregister(struct db *db, long long id)
 int dsretire_hash_pinned(struct db *db, const char *hash)
 {
 	struct db_col n = DB_COL_INT;
-	struct db_arg a[] = { DB_ARG_TEXT(hash), DB_ARG_TEXT(hash), DB_ARG_TEXT(hash) };
+	struct db_arg a[] = { DB_ARG_TEXT(hash), DB_ARG_TEXT(hash), DB_ARG_TEXT(hash), DB_ARG_TEXT(hash) };
 	if (db_exec(db, "SELECT (SELECT COUNT(*) FROM runs r JOIN datasets d ON d.id = r.dataset_id WHERE d.dataset_hash = ?)"
 		    " + (SELECT COUNT(*) FROM evaluations e JOIN datasets d ON d.id = e.dataset_id WHERE d.dataset_hash = ?)"
-		    " + (SELECT COUNT(*) FROM agents g JOIN datasets d ON d.id = g.dataset_id WHERE d.dataset_hash = ?)",
-		    a, 3, &n, 1, NULL, NULL, NULL, DB_IDEMPOTENT) != DB_OK)
+		    " + (SELECT COUNT(*) FROM agents g JOIN datasets d ON d.id = g.dataset_id WHERE d.dataset_hash = ?)"
+		    " + (SELECT COUNT(*) FROM paper_accounts p JOIN datasets d ON d.id = p.dataset_id WHERE d.dataset_hash = ?)",
+		    a, 4, &n, 1, NULL, NULL, NULL, DB_IDEMPOTENT) != DB_OK)
 		return -1;
 	return n.i > 0 ? 1 : 0;
 }

@@ -6,8 +6,9 @@
  * A version is a `datasets` row plus its directory
  * <data dir>/versions/<dataset hash>/ and report <hash>.quality.json
  * (docs/market-data.md). A row may go only while nothing pins it: the one
- * definition of "pinned" is here (a run, an evaluation or an agent
- * references the row). The files go only once no row of any window uses
+ * definition of "pinned" is here (a run, an evaluation, an agent or an
+ * active paper account references the row; sql/030: an account pins the
+ * version its steps read, and only while it is active). The files go only once no row of any window uses
  * the bytes (two windows can hold identical
  * bytes under one hash).
  */
@@ -23,8 +24,8 @@ bool dsretire_is_hash(const char *s);
 
 /*
  * Delete datasets row id unless it is pinned; the NOT EXISTS conditions and
- * the foreign keys of runs, evaluations and agents decide atomically against a
- * concurrent insert. 1 deleted, 0 kept (pinned or gone), -1 database error.
+ * the foreign keys of runs, evaluations, agents and paper accounts decide
+ * atomically against a concurrent insert (or a paper step moving its pin). 1 deleted, 0 kept (pinned or gone), -1 database error.
  */
 int dsretire_unregister(struct db *db, long long id);
 

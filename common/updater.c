@@ -336,8 +336,8 @@ int updater_promote(struct db *db, long long id, const char *new_status, long lo
 	struct db_arg ma[] = { DB_ARG_INT(promo), DB_ARG_INT(shadow) };
 	int by_admin = strcmp(new_status, "promoted") != 0;
 	struct db_arg oa[] = { by_admin ? DB_ARG_INT(user_id) : DB_ARG_NULL, DB_ARG_TEXT(label), DB_ARG_INT(id) };
-	if (db_run(db, "UPDATE paper_accounts SET state = 'retired' WHERE label = ? AND role = 'default' "
-		       "AND state <> 'retired'", ra, 1, NULL, 0, NULL, NULL, NULL, err) != 0 ||
+	if (db_run(db, "UPDATE paper_accounts SET state = 'retired', dataset_id = NULL WHERE label = ? "
+		       "AND role = 'default' AND state <> 'retired'", ra, 1, NULL, 0, NULL, NULL, NULL, err) != 0 ||
 	    db_run(db, "UPDATE paper_accounts SET role = 'default', promotion_id = ? WHERE id = ?", ma, 2, NULL, 0, NULL,
 		   NULL, NULL, err) != 0 ||
 	    upd_set_status(db, id, new_status, by_admin ? user_id : 0, promo, err) != 0 ||

@@ -32,6 +32,18 @@
  * a causal strategy the two are equal bit for bit, and drift shows where
  * a strategy's decisions depend on the future.
  *
+ * Dataset versions (sql/030). load() moves the account's pin
+ * (paper_accounts.dataset_id) to the version the label points at, in the
+ * same statement that reads the label, so retention and the data-cache
+ * delete (common/dsretire.h) keep that version for as long as the account
+ * reads it; a paused or retired account drops its pin. A step that still
+ * finds its version unusable (retired before it could be pinned, missing
+ * on disk, or changed) fails with dataset_retired / dataset_missing /
+ * dataset_mismatch and its reason, and its commit queues the account's
+ * next step at once when the label has moved to another version since
+ * (else the next version's prefetch queues it): that step starts again
+ * from the last written bar, as any step does.
+ *
  * commit() writes the points, fills and new state in the finishing
  * transaction, guarded by the state it started from (n_bars, last_ts): a
  * step that finds the account advanced by another writes nothing and
@@ -64,6 +76,7 @@
 #define PAPER_STEP_BARS  120      /* bars advanced by one step at most */
 #define PAPER_TEXT_MAX   65536u   /* a TEXT column */
 #define PAPER_SIM_TOL    1e-12    /* relative change of a published growth that counts as a violation */
+#define ER_NO_REFERENCED_ROW_2 1452   /* a foreign key's parent row is gone */
 
 /* One forward bar as written to paper_points (and a fill, if any). */
 struct paper_point {
@@ -90,7 +103,9 @@ struct paper_job {
 	int64_t  first_violation_ts;  /* 0: none */
 	struct engine_state st;
 	char    *code, *params, *ds_path;
+	long long ds_id;              /* the version pinned and read (datasets.id) */
 	char     ds_version[65], ds_hash[65];
+	int      ds_retired;          /* the label's version went before it could be pinned */
 	/* results (execute) */
 	struct paper_point *pt;
 	size_t   npt, cap;
@@ -128,24 +143,50 @@ static void paper_copy(char *dst, size_t cap, const struct db_col *c)
 	snprintf(dst, cap, "%.*s", c->is_null ? 0 : (int)c->len, c->is_null ? "" : c->buf);
 }
 
-/* The label's newest version (path, version, hash). 1, 0 none, -1 error. */
-static int paper_load_version(struct db *db, struct paper_job *p, struct buf *err)
+/*
+ * Pin the version the label points at for the account (one statement: the
+ * label is read and the pin written together, the foreign key holding the
+ * row against a concurrent retirement), then read the pinned version (id,
+ * path, version, hash). 1 pinned, 0 no label (or the account left
+ * 'active'), 2 the version was retired before the pin (p->ds_retired, its
+ * name in ds_version), -1 error.
+ */
+static int paper_pin_version(struct db *db, struct paper_job *p, struct buf *err)
 {
-	struct db_col c[3] = { paper_text_col(4097), paper_text_col(80), paper_text_col(80) };
-	struct db_arg a[] = { DB_ARG_TEXT(p->label) };
+	struct db_col c[4] = { DB_COL_INT, paper_text_col(4097), paper_text_col(80), paper_text_col(80) };
+	struct db_arg a[] = { DB_ARG_INT(p->account_id) };
+	struct db_arg la[] = { DB_ARG_TEXT(p->label) };
 	bool found = false;
 	int rc = -1;
-	if (db_run(db, "SELECT d.path, d.version, d.dataset_hash FROM dataset_labels l JOIN datasets d "
-		       "ON d.id = l.dataset_id WHERE l.label = ?", a, 1, c, 3, db_row_once, &found, NULL, err) != 0)
+	if (db_run(db, "UPDATE paper_accounts a JOIN dataset_labels l ON l.label = a.label SET a.dataset_id = l.dataset_id "
+		       "WHERE a.id = ? AND a.state = 'active'", a, 1, NULL, 0, NULL, NULL, NULL, err) != 0) {
+		if (db_errno(db) != ER_NO_REFERENCED_ROW_2)
+			goto out;
+		buf_reset(err);
+		p->ds_retired = 1;
+		rc = 2;
+		if (db_run(db, "SELECT l.dataset_id, '', d.version, d.dataset_hash FROM dataset_labels l LEFT JOIN datasets d "
+			       "ON d.id = l.dataset_id WHERE l.label = ?", la, 1, c, 4, db_row_once, &found, NULL, err) != 0)
+			rc = -1;
+		else if (found) {
+			p->ds_id = c[0].i;
+			paper_copy(p->ds_version, sizeof p->ds_version, &c[2]);
+		}
+		goto out;
+	}
+	if (db_run(db, "SELECT d.id, d.path, d.version, d.dataset_hash FROM paper_accounts a JOIN dataset_labels l "
+		       "ON l.label = a.label JOIN datasets d ON d.id = a.dataset_id WHERE a.id = ? AND a.state = 'active'",
+		   a, 1, c, 4, db_row_once, &found, NULL, err) != 0)
 		goto out;
 	rc = found ? 1 : 0;
 	if (found) {
-		p->ds_path = xstrndup(c[0].buf, c[0].len);
-		paper_copy(p->ds_version, sizeof p->ds_version, &c[1]);
-		paper_copy(p->ds_hash, sizeof p->ds_hash, &c[2]);
+		p->ds_id = c[0].i;
+		p->ds_path = xstrndup(c[1].buf, c[1].len);
+		paper_copy(p->ds_version, sizeof p->ds_version, &c[2]);
+		paper_copy(p->ds_hash, sizeof p->ds_hash, &c[3]);
 	}
 out:
-	for (int i = 0; i < 3; i++)
+	for (int i = 1; i < 4; i++)
 		free(c[i].buf);
 	return rc;
 }
@@ -214,11 +255,11 @@ static int paper_load(struct db *db, const struct jobq_lease *l, void *job, stru
 	}
 	p->code = xstrndup(c[C_CODE].buf, c[C_CODE].len);
 	p->params = xstrndup(c[C_PARAMS].buf, c[C_PARAMS].len);
-	int v = paper_load_version(db, p, err);
+	int v = paper_pin_version(db, p, err);
 	if (v < 0)
 		rc = -1;
 	else if (v == 0)
-		p->account_id = 0;   /* the label was deleted: nothing to advance */
+		p->account_id = 0;   /* the label was deleted (or the account stopped): nothing to advance */
 out:
 	for (int i = 0; i < C__N; i++)
 		free(c[i].buf);
@@ -447,17 +488,26 @@ static void paper_execute(const struct jobq_slot *s, const struct jobq_lease *l,
 	o->status = JOB_COMPLETED;
 	if (!p->account_id)
 		goto out;
+	if (p->ds_retired) {
+		job_outcome_fail(o, "dataset_retired", "dataset version %s of %s was retired before this step could pin "
+				 "it; the account is advanced on the label's newest version from its last bar %" PRId64,
+				 p->ds_version[0] ? p->ds_version : "(none)", p->label, p->last_ts);
+		goto out;
+	}
 	char msg[512];
 	enum ds_err de;
 	struct dataset *ds = ds_open(p->ds_path, 0, &de, msg, sizeof msg);
 	if (!ds) {
-		job_outcome_fail(o, "dataset_error", "dataset version %s: %s", p->ds_version, msg);
-		o->retry = true;
+		/* the reason without the message: it names server paths */
+		job_outcome_fail(o, "dataset_missing", "dataset version %s of %s cannot be opened (%s: missing on disk or "
+				 "unreadable); the account is advanced on the label's newest version from its last bar "
+				 "%" PRId64, p->ds_version, p->label, ds_errcode(de), p->last_ts);
 		goto out;
 	}
 	if (strcmp(ds_hash(ds), p->ds_hash) != 0)
-		job_outcome_fail(o, "dataset_mismatch", "dataset version %s changed since it was registered",
-				 p->ds_version);
+		job_outcome_fail(o, "dataset_mismatch", "dataset version %s changed since it was registered; the account "
+				 "is advanced on the label's newest version from its last bar %" PRId64, p->ds_version,
+				 p->last_ts);
 	else
 		paper_run(p, s, ds, o);
 	ds_close(ds);
@@ -477,6 +527,7 @@ static void paper_columns(void *job, const struct job_outcome *o, struct jobq_se
 	(void)o;
 	jobq_set_col(set, "account_id", p->account_id ? DB_ARG_INT(p->account_id) : DB_ARG_NULL);
 	jobq_set_col(set, "bars_advanced", DB_ARG_INT((long long)p->npt));
+	jobq_set_col(set, "dataset_version", p->ds_version[0] ? DB_ARG_TEXT(p->ds_version) : DB_ARG_NULL);
 }
 
 /* A double argument as exact text (%.17g), NULL when not finite. */
@@ -488,7 +539,7 @@ static struct db_arg paper_num(double x, char t[32])
 	return DB_ARG_TEXT(t);
 }
 
-/* The guarded state UPDATE. 1 written, 0 the account moved on (or left 'active'), -1 error. */
+/* The guarded state UPDATE (a pause drops the pin). 1 written, 0 the account moved on (or left 'active'), -1 error. */
 static int paper_write_state(struct db *db, const struct paper_job *p, long long n0, int64_t ts0, struct buf *err)
 {
 	char t[10][32];
@@ -502,6 +553,7 @@ static int paper_write_state(struct db *db, const struct paper_job *p, long long
 		paper_num(p->st.exposure, t[6]), DB_ARG_INT(p->st.wiped),
 		paper_num(p->sim_last, t[7]), p->has_sim_growth ? paper_num(p->sim_growth, t[8]) : DB_ARG_NULL,
 		DB_ARG_INT(p->violations), p->first_violation_ts ? DB_ARG_INT(p->first_violation_ts) : DB_ARG_NULL,
+		DB_ARG_INT(p->paused),
 		p->bt ? DB_ARG_BLOB(p->bt, xmul(p->bt_n, sizeof(double))) : DB_ARG_NULL,
 		p->bt ? DB_ARG_INT(p->bt_start_ts) : DB_ARG_NULL,
 		p->bt ? DB_ARG_TEXT(p->ds_version) : DB_ARG_NULL,
@@ -511,6 +563,7 @@ static int paper_write_state(struct db *db, const struct paper_job *p, long long
 		       "equity = COALESCE(?, 0), held = COALESCE(?, 0), pending = COALESCE(?, 0), last_price = ?, "
 		       "turnover = COALESCE(?, 0), fees = COALESCE(?, 0), exposure = COALESCE(?, 0), wiped = ?, "
 		       "sim_last = ?, sim_growth = ?, violations = ?, first_violation_ts = ?, "
+		       "dataset_id = IF(?, NULL, dataset_id), "   /* a paused account reads no more: no pin */
 		       "backtest = COALESCE(?, backtest), backtest_start_ts = COALESCE(?, backtest_start_ts), "
 		       "backtest_dataset = COALESCE(?, backtest_dataset) "
 		       "WHERE id = ? AND n_bars = ? AND last_ts = ? AND state = 'active'",
@@ -541,11 +594,36 @@ static int paper_write_points(struct db *db, const struct paper_job *p, struct b
 	return 0;
 }
 
+/* Did the step fail on its dataset version (retired, missing on disk, changed)? */
+static bool paper_dataset_failure(const struct job_outcome *o)
+{
+	return strcmp(o->error_code, "dataset_retired") == 0 || strcmp(o->error_code, "dataset_missing") == 0 ||
+	       strcmp(o->error_code, "dataset_mismatch") == 0;
+}
+
+/*
+ * The retry of a step that failed on its version: the account's next step,
+ * queued now when the label points at another version than the one that
+ * failed (it reads that one, from the account's last written bar); when the
+ * label still points at the failed version, none is queued (it would fail
+ * the same way) and the prefetch that moves the label queues it. 0 or -1.
+ */
+static int paper_retry_newest(struct db *db, const struct paper_job *p, struct buf *err)
+{
+	struct db_arg a[] = { DB_ARG_INT(p->ds_id), DB_ARG_INT(p->account_id) };
+	return db_run(db, "INSERT INTO paper_steps (id, label, account_id) SELECT UUID(), a.label, a.id "
+		      "FROM paper_accounts a JOIN dataset_labels l ON l.label = a.label AND l.dataset_id <> ? "
+		      "WHERE a.id = ? AND a.state = 'active' AND NOT EXISTS (SELECT 1 FROM paper_steps s "
+		      "WHERE s.status = 'queued' AND s.account_id = a.id)", a, 2, NULL, 0, NULL, NULL, NULL, err);
+}
+
 /* kind->commit: state (guarded), points and fills; a next step for a backlog or a lost race. */
 static int paper_commit(struct db *db, const struct jobq_lease *l, void *job, const struct job_outcome *o,
 			struct buf *err)
 {
 	struct paper_job *p = job;
+	if (o->status == JOB_FAILED && p->account_id && paper_dataset_failure(o))
+		return paper_retry_newest(db, p, err);
 	if (o->status != JOB_COMPLETED || !p->account_id)
 		return 0;
 	/* the label's updater lock first: steps of the label's accounts commit one after the other */

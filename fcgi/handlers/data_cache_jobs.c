@@ -452,8 +452,8 @@ void h_data_cache_delete(struct fcgi_ctx *c)
 			return;
 		}
 		if (r > 0) {
-			fcgi_reply_error(c, 409, "conflict", "the current version of %s (%.16s...) is pinned by a run or an "
-					 "evaluation; it cannot be deleted", window, current);
+			fcgi_reply_error(c, 409, "conflict", "the current version of %s (%.16s...) is pinned by a run, an "
+					 "evaluation, an agent or an active paper account; it cannot be deleted", window, current);
 			return;
 		}
 	}

@@ -58,8 +58,8 @@ enum db_status paper_open_account(struct fcgi_ctx *c, long long promotion_id, co
 	struct db *db = fcgi_db(c);
 	struct db_arg r[] = { DB_ARG_TEXT(label) };
 	struct db_result res = { 0 };
-	enum db_status st = db_exec(db, "UPDATE paper_accounts SET state = 'retired' WHERE label = ? AND role = 'default' "
-				    "AND state <> 'retired'", r, 1, NULL, 0, NULL, NULL, NULL, 0);
+	enum db_status st = db_exec(db, "UPDATE paper_accounts SET state = 'retired', dataset_id = NULL "
+				    "WHERE label = ? AND role = 'default' AND state <> 'retired'", r, 1, NULL, 0, NULL, NULL, NULL, 0);
 	if (st != DB_OK)
 		return st;
 	st = paper_insert(db, promotion_id, label, run_id, &res);
@@ -156,9 +156,9 @@ static bool pfill_row(void *ctx, const struct db_col *col, size_t ncol)
 
 /* The account columns read by GET /defaults/paper. */
 enum { A_ID, A_PROMO, A_SV, A_NAME, A_RUN, A_KIND, A_ASSET, A_FEE, A_LEV, A_STATE, A_REASON, A_START, A_LAST,
-       A_NB, A_EQ, A_HELD, A_PEND, A_FEES, A_TURN, A_EXPO, A_WIPED, A_VIOL, A_FVTS, A_BTS, A_BDS, A_IVAL, A_BT, A__N };
+       A_NB, A_EQ, A_HELD, A_PEND, A_FEES, A_TURN, A_EXPO, A_WIPED, A_VIOL, A_FVTS, A_BTS, A_BDS, A_IVAL, A_PIN, A_BT, A__N };
 
-/* Append the account object from its columns. */
+/* Append the account object from its columns, left open (plast_step_json closes it). */
 static void paccount_json(struct buf *b, const struct db_col *a, const char *label)
 {
 	buf_printf(b, "{\"id\":%lld,\"promotion_id\":%lld,\"strategy_version_id\":%lld,\"strategy_name\":", a[A_ID].i,
@@ -199,7 +199,47 @@ static void paccount_json(struct buf *b, const struct db_col *a, const char *lab
 		buf_printf(b, "%lld", a[A_FVTS].i);
 	buf_puts(b, ",\"backtest_dataset_version\":");
 	rv_str(b, a[A_BDS].is_null ? NULL : a[A_BDS].buf);
-	buf_putc(b, '}');
+	buf_puts(b, ",\"pinned_version\":");
+	rv_str(b, a[A_PIN].is_null ? NULL : a[A_PIN].buf);
+}
+
+/*
+ * Append ,"last_step":{...} (the account's newest finished step: status,
+ * error_code, error_message, dataset_version, bars_advanced; null before
+ * the first) and close the account object. DB_OK or the error.
+ */
+static enum db_status plast_step_json(struct fcgi_ctx *c, struct buf *b, long long id)
+{
+	char status[16], code[40], ver[80], msg[4100];   /* 1000 characters of up to 4 bytes */
+	struct db_col sc[] = { DB_COL_TEXT(status), DB_COL_TEXT(code), DB_COL_TEXT(msg), DB_COL_TEXT(ver), DB_COL_INT };
+	struct db_arg a = DB_ARG_INT(id);
+	struct db_result res = { 0 };
+	enum db_status st = db_exec(fcgi_db(c), "SELECT status, error_code, LEFT(error_message, 1000), dataset_version, "
+				    "bars_advanced FROM paper_steps WHERE account_id = ? AND status IN ('completed', "
+				    "'failed', 'cancelled') ORDER BY seq DESC LIMIT 1", &a, 1, sc, 5, db_row_once,
+				    &(bool){ false }, &res, DB_IDEMPOTENT);
+	if (st != DB_OK)
+		return st;
+	buf_puts(b, ",\"last_step\":");
+	if (res.rows == 0) {
+		buf_puts(b, "null}");
+		return DB_OK;
+	}
+	buf_puts(b, "{\"status\":");
+	rv_str(b, status);
+	buf_puts(b, ",\"error_code\":");
+	rv_str(b, sc[1].is_null ? NULL : code);
+	buf_puts(b, ",\"error_message\":");
+	rv_str(b, sc[2].is_null ? NULL : msg);
+	buf_puts(b, ",\"dataset_version\":");
+	rv_str(b, sc[3].is_null ? NULL : ver);
+	buf_puts(b, ",\"bars_advanced\":");
+	if (sc[4].is_null)
+		buf_puts(b, "null");
+	else
+		buf_printf(b, "%lld", sc[4].i);
+	buf_puts(b, "}}");
+	return DB_OK;
 }
 
 /* The backtest value at ts (bt: n values from bt_start every ival ms), or NAN. */
@@ -248,7 +288,7 @@ void h_defaults_paper(struct fcgi_ctx *c)
 	if (!fcgi_query_int(c, "limit", 1, PAPER_LIMIT_MAX, 5000, &limit))
 		return;
 	char name[810], run[40], kind[16], asset[80], fee[40], lev[40], state[16], reason[700], eq[40], held[40],
-		pend[40], fees[40], turn[40], expo[40], bds[80];
+		pend[40], fees[40], turn[40], expo[40], bds[80], pin[80];
 	struct db_col a[A__N] = {
 		[A_ID] = DB_COL_INT, [A_PROMO] = DB_COL_INT, [A_SV] = DB_COL_INT, [A_NAME] = DB_COL_TEXT(name),
 		[A_RUN] = DB_COL_TEXT(run), [A_KIND] = DB_COL_TEXT(kind), [A_ASSET] = DB_COL_TEXT(asset),
@@ -257,7 +297,7 @@ void h_defaults_paper(struct fcgi_ctx *c)
 		[A_EQ] = DB_COL_TEXT(eq), [A_HELD] = DB_COL_TEXT(held), [A_PEND] = DB_COL_TEXT(pend),
 		[A_FEES] = DB_COL_TEXT(fees), [A_TURN] = DB_COL_TEXT(turn), [A_EXPO] = DB_COL_TEXT(expo),
 		[A_WIPED] = DB_COL_INT, [A_VIOL] = DB_COL_INT, [A_FVTS] = DB_COL_INT, [A_BTS] = DB_COL_INT,
-		[A_BDS] = DB_COL_TEXT(bds), [A_IVAL] = DB_COL_INT,
+		[A_BDS] = DB_COL_TEXT(bds), [A_IVAL] = DB_COL_INT, [A_PIN] = DB_COL_TEXT(pin),
 	};
 	/* the backtest blob: bounded by the points (one value per forward bar, plus the start) */
 	size_t btcap = 8u * 300000u;   /* 208 days of minutes; a longer curve is not read (null backtest) */
@@ -270,7 +310,8 @@ void h_defaults_paper(struct fcgi_ctx *c)
 		"a.n_bars, CAST(a.equity AS CHAR), CAST(a.held AS CHAR), CAST(a.pending AS CHAR), CAST(a.fees AS CHAR), "
 		"CAST(a.turnover AS CHAR), CAST(a.exposure AS CHAR), a.wiped, a.violations, a.first_violation_ts, "
 		"a.backtest_start_ts, a.backtest_dataset, (SELECT d.interval_ms FROM dataset_labels l JOIN datasets d "
-		"ON d.id = l.dataset_id WHERE l.label = a.label), a.backtest "
+		"ON d.id = l.dataset_id WHERE l.label = a.label), (SELECT d.version FROM datasets d WHERE d.id = a.dataset_id), "
+		"a.backtest "
 		"FROM paper_accounts a JOIN strategy_versions v ON v.id = a.strategy_version_id "
 		"JOIN strategies s ON s.id = v.strategy_id WHERE a.label = ? AND a.role = 'default' "
 		"ORDER BY a.id DESC LIMIT 1",
@@ -299,6 +340,10 @@ void h_defaults_paper(struct fcgi_ctx *c)
 	rv_str(b, label);
 	buf_puts(b, ",\"account\":");
 	paccount_json(b, a, label);
+	if ((st = plast_step_json(c, b, id)) != DB_OK) {
+		buf_reset(b);
+		goto dberr;
+	}
 	buf_puts(b, ",\"metrics\":");
 	pmetrics_json(c, b, &p, a);
 	buf_puts(b, ",\"equity\":[");

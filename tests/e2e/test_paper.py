@@ -268,6 +268,7 @@ def test_a_gap_pauses_the_account(paper):
     b = wait_paper(st, state="paused")
     acc = b["account"]
     assert "gap" in acc["pause_reason"] and str(hole_from) in acc["pause_reason"], acc
+    assert acc["pinned_version"] is None, acc   # a paused account reads no more: no pin (sql/030)
     assert acc["last_ts"] < hole_from
     assert all(p["ts"] < hole_from for p in b["equity"])
     check_curve(b)

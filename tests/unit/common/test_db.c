@@ -418,6 +418,59 @@ static void test_dsretire_agent_pin(void **state)
 	buf_free(&err);
 }
 
+/*
+ * dsretire and the paper pin (sql/030): a version an active paper account
+ * reads (paper_accounts.dataset_id) is pinned and kept; once the account
+ * drops the pin (a pause or a retirement clears it) the version can go,
+ * and a pin on a version already gone is refused by the foreign key (1452,
+ * which the paper step reads as "retired before it could be pinned").
+ */
+static void test_dsretire_paper_pin(void **state)
+{
+	static const char h5[] = "5555555555555555555555555555555555555555555555555555555555555555";
+	static const char h6[] = "6666666666666666666666666666666666666666666666666666666666666666";
+	struct buf err = BUF_INIT;
+	size_t applied = 0;
+	(void)state;
+	assert_int_equal(db_exec_script(db, "CREATE DATABASE IF NOT EXISTS agenttest_dsretire_paper", 54), DB_OK);
+	struct dburl u = { .host = "localhost", .database = "agenttest_dsretire_paper", .socket = srv.sock };
+	struct db *d = db_new(&u);
+	if (!migrate_run(d, "sql", false, NULL, &applied, &err))
+		fail_msg("%s", buf_cstr(&err));
+	const char *setup_sql[] = {
+		"INSERT INTO datasets (id, version, dataset_hash, path, assets, interval_ms, bars, first_ts, last_ts) "
+		"VALUES (51, 'binance-1m-60d-20260101T0000Z', '5555555555555555555555555555555555555555555555555555555555555555',"
+		" '/x/5', '[\"BTC\"]', 60000, 10, 0, 540000)",
+		"INSERT INTO datasets (id, version, dataset_hash, path, assets, interval_ms, bars, first_ts, last_ts) "
+		"VALUES (52, 'binance-1m-60d-20260101T0001Z', '6666666666666666666666666666666666666666666666666666666666666666',"
+		" '/x/6', '[\"BTC\"]', 60000, 10, 60000, 600000)",
+		"INSERT INTO dataset_labels (label, dataset_id) VALUES ('binance-1m-60d', 52)",
+		"INSERT INTO paper_accounts (id, promotion_id, role, label, strategy_version_id, run_id, dataset_id, kind, "
+		"asset, fee_bps, max_leverage, start_ts, last_ts) VALUES (1, NULL, 'shadow', 'binance-1m-60d', 1, 'r1', 51, "
+		"'positions', 'BTC', 10, 1, 0, 540000)",
+	};
+	for (size_t i = 0; i < sizeof setup_sql / sizeof *setup_sql; i++)
+		if (db_exec(d, setup_sql[i], NULL, 0, NULL, 0, NULL, NULL, NULL, 0) != DB_OK)
+			fail_msg("%s: %s", setup_sql[i], db_error(d));
+	/* the account's version is pinned and kept, though the label moved on */
+	assert_int_equal(dsretire_hash_pinned(d, h5), 1);
+	assert_int_equal(dsretire_hash_pinned(d, h6), 0);
+	assert_int_equal(dsretire_unregister(d, 51), 0);
+	assert_int_equal(dsretire_hash_in_use(d, h5), 1);
+	/* a pause drops the pin (paper_job.c): then the version goes */
+	assert_int_equal(db_exec(d, "UPDATE paper_accounts SET state = 'paused', dataset_id = NULL WHERE id = 1", NULL, 0,
+				 NULL, 0, NULL, NULL, NULL, 0), DB_OK);
+	assert_int_equal(dsretire_hash_pinned(d, h5), 0);
+	assert_int_equal(dsretire_unregister(d, 51), 1);
+	assert_int_equal(dsretire_hash_in_use(d, h5), 0);
+	/* pinning a version that is gone: refused by the foreign key */
+	assert_int_equal(db_exec(d, "UPDATE paper_accounts SET dataset_id = 51 WHERE id = 1", NULL, 0, NULL, 0, NULL,
+				 NULL, NULL, 0), DB_ERROR);
+	assert_int_equal(db_errno(d), 1452);
+	db_free(d);
+	buf_free(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -427,6 +480,7 @@ int main(void)
 		cmocka_unit_test(test_secret_store_db),
 		cmocka_unit_test(test_lock_conflict),
 		cmocka_unit_test(test_dsretire_agent_pin),
+		cmocka_unit_test(test_dsretire_paper_pin),
 		cmocka_unit_test(test_reconnect_after_restart),
 	};
 	return cmocka_run_group_tests_name("db", tests, setup, teardown);
