@@ -212,6 +212,39 @@ static void ch_fill_ts(struct ch_prepared *p, const struct ch_market *m, size_t 
 	p->m.ts = ts;
 }
 
+/*
+ * A challenge's extra field (FUNDING-XSEC: funding_1h) must be carried for at
+ * least one of the selected assets; otherwise say so in err (which field,
+ * the fields the dataset has) and return false. No extra field: true.
+ */
+static bool ch_field_ok(const struct ch_def *def, const struct ch_market *m, const long *sel, size_t k,
+    long fld, char *err, size_t errlen)
+{
+	size_t have = 0, used;
+	if (def->field == NULL)
+		return true;
+	for (size_t i = 0; fld >= 0 && i < k; i++)
+		have += m->fields[(size_t)fld * m->n_assets + (size_t)sel[i]] != NULL ? 1 : 0;
+	if (have > 0)
+		return true;
+	if (fld >= 0) {
+		snprintf(err, errlen, "%s needs the %s field and this dataset carries it for none of the "
+		    "challenge's %zu assets", def->name, def->field, def->n_assets);
+		return false;
+	}
+	int n = snprintf(err, errlen, "%s needs the %s field and this dataset has none (its fields: "
+	    "open, high, low, close, volume", def->name, def->field);
+	used = n > 0 ? (size_t)n : 0;
+	for (size_t f = 0; f < m->n_fields && used < errlen; f++) {
+		n = snprintf(err + used, errlen - used, ", %s", m->field_names[f] ? m->field_names[f] : "?");
+		used += n > 0 ? (size_t)n : 0;
+	}
+	if (used < errlen)
+		snprintf(err + used, errlen - used, "); evaluate it on a dataset fetched with CoinGlass data "
+		    "(docs/market-data.md)");
+	return false;
+}
+
 /* Select, align, and wrap the challenge's series. */
 enum ch_err ch_prepare(const struct ch_def *def, enum ch_mode mode,
     const struct ch_market *m, struct ch_prepared **out, char *err, size_t errlen)
@@ -246,6 +279,8 @@ enum ch_err ch_prepare(const struct ch_def *def, enum ch_mode mode,
 		goto out;
 	}
 	fld = ch_find_field(m, def->field);
+	if (!ch_field_ok(def, m, sel, k, fld, err, errlen))
+		goto out;
 	n = m->T;
 	if (rows) {
 		for (size_t i = 0; i < k; i++) {

@@ -178,14 +178,18 @@ bool ag_llm_budget_fields(struct fcgi_ctx *c, json_object *budget, int64_t *toke
 
 /* ---- create ------------------------------------------------------------ */
 
-/* The dataset the agent pins: id, hash and path of version v. 1, 0 not registered (replied), -1 replied. */
-static int ag_dataset(struct fcgi_ctx *c, const char *v, long long *did, char hash[70])
+/* The dataset the agent pins: id and hash of version v, which must carry the
+ * extra field challenge `def` needs (unless `imported`). 1, 0 refused
+ * (replied: not registered, dataset_lacks_field), -1 replied. */
+static int ag_dataset(struct fcgi_ctx *c, const char *v, const struct ch_def *def, bool imported, long long *did,
+		      char hash[70])
 {
-	struct db_col cols[] = { DB_COL_INT, { .type = DB_T_TEXT, .buf = hash, .cap = 70 } };
+	char path[1030];
+	struct db_col cols[] = { DB_COL_INT, { .type = DB_T_TEXT, .buf = hash, .cap = 70 }, DB_COL_TEXT(path) };
 	struct db_arg a = DB_ARG_TEXT(v);
 	struct db_result r = { 0 };
-	enum db_status st = db_exec(fcgi_db(c), "SELECT id, dataset_hash FROM datasets WHERE version = ?", &a, 1, cols, 2,
-				    NULL, NULL, &r, DB_IDEMPOTENT);
+	enum db_status st = db_exec(fcgi_db(c), "SELECT id, dataset_hash, path FROM datasets WHERE version = ?", &a, 1,
+				    cols, 3, NULL, NULL, &r, DB_IDEMPOTENT);
 	if (st != DB_OK) {
 		fcgi_reply_db_error(c, st);
 		return -1;
@@ -194,6 +198,9 @@ static int ag_dataset(struct fcgi_ctx *c, const char *v, long long *did, char ha
 		fcgi_reply_error(c, 400, "invalid_field", "dataset_version '%s' is not registered (see GET /datasets)", v);
 		return 0;
 	}
+	/* an imported agent keeps the record it had; a new one must be able to run */
+	if (def && !imported && !ch_dataset_fits(c, def, v, path))
+		return 0;
 	*did = cols[0].i;
 	return 1;
 }
@@ -211,7 +218,7 @@ int ag_create(struct fcgi_ctx *c, const struct ag_new *n, char id[37])
 		if (!dsv || !*dsv)
 			dsv = "synth-v1";
 	}
-	if (ag_dataset(c, dsv, &did, hash) <= 0)
+	if (ag_dataset(c, dsv, ch_lookup(n->challenge), n->imported, &did, hash) <= 0)
 		return 0;
 	long max = fcgi_ctx_app(c)->cfg->max_agents;
 	struct db *db = fcgi_db(c);

@@ -6,7 +6,9 @@
  *       direction, label, baseline}, embedding_dim, horizon, assets}, the
  *       original's shape (evaluator/challenges, ch_catalog). Challenges that
  *       need an extra field (FUNDING-XSEC: funding_1h) are listed only when
- *       the dataset (V, else DATASET_VERSION) carries it.
+ *       the dataset (V, else DATASET_VERSION) carries it; POST
+ *       /api/evaluations and /api/agents refuse them on any other dataset
+ *       (ch_dataset_fits: 400 dataset_lacks_field).
  *   GET /api/challenges/{name}/leaderboard[?mode=strict|mantis][&dataset_version=V][&limit=N]
  *       completed evaluations ranked by the primary metric in its direction
  *       (log loss ascending, the others descending), earlier completion first.
@@ -37,6 +39,25 @@ static int dataset_has_field(const char *field, void *ctx)
 {
 	const struct dataset *ds = ctx;
 	return ds && ds_field_index(ds, field) >= 0;
+}
+
+bool ch_dataset_fits(struct fcgi_ctx *c, const struct ch_def *def, const char *version, const char *path)
+{
+	if (def->field == NULL)
+		return true;
+	enum ds_err de;
+	char msg[256];
+	/* only the manifest is read (no hashing): the extra fields it lists */
+	struct dataset *ds = ds_open(path, 0, &de, msg, sizeof msg);
+	bool has = ds != NULL && ds_field_index(ds, def->field) >= 0;
+	if (ds)
+		ds_close(ds);
+	if (!has)
+		fcgi_reply_error(c, 400, "dataset_lacks_field",
+				 "%s needs the %s field and dataset_version '%s' does not carry it (GET "
+				 "/api/challenges?dataset_version=%s lists what it offers); fetch data with a "
+				 "CoinGlass key (docs/market-data.md)", def->name, def->field, version, version);
+	return has;
 }
 
 void h_challenges_list(struct fcgi_ctx *c)

@@ -167,15 +167,15 @@ void h_evaluations_create(struct fcgi_ctx *c)
 	if (!rv_caller(c, &uid, &admin))
 		return;
 	/* the dataset, pinned now */
-	char dhash[70], dver[65];
-	struct db_col dcols[] = { DB_COL_INT, DB_COL_TEXT(dhash), DB_COL_TEXT(dver), DB_COL_INT };
+	char dhash[70], dver[65], dpath[1030];
+	struct db_col dcols[] = { DB_COL_INT, DB_COL_TEXT(dhash), DB_COL_TEXT(dver), DB_COL_INT, DB_COL_TEXT(dpath) };
 	struct db_arg darg[] = { DB_ARG_TEXT(dsv), DB_ARG_TEXT(dsv) };
 	struct db_result dres = { 0 };
 	/* a registered version, else a market-data window label (sql/013 dataset_labels) */
-	enum db_status st = db_exec(fcgi_db(c), "SELECT id, dataset_hash, version, 0 AS p FROM datasets WHERE version = ? "
-				    "UNION ALL SELECT d.id, d.dataset_hash, d.version, 1 FROM dataset_labels l "
+	enum db_status st = db_exec(fcgi_db(c), "SELECT id, dataset_hash, version, 0 AS p, path FROM datasets WHERE version = ? "
+				    "UNION ALL SELECT d.id, d.dataset_hash, d.version, 1, d.path FROM dataset_labels l "
 				    "JOIN datasets d ON d.id = l.dataset_id WHERE l.label = ? ORDER BY p LIMIT 1", darg, 2,
-				    dcols, 4, NULL, NULL, &dres, DB_IDEMPOTENT);
+				    dcols, 5, NULL, NULL, &dres, DB_IDEMPOTENT);
 	if (st != DB_OK) {
 		fcgi_reply_db_error(c, st);
 		return;
@@ -186,6 +186,8 @@ void h_evaluations_create(struct fcgi_ctx *c)
 	}
 	long long dataset_id = dcols[0].i;
 	dsv = dver;   /* pin the version, not a moving label */
+	if (!ch_dataset_fits(c, def, dsv, dpath))
+		return;
 	char id[37], chash[HASH_HEX_LEN + 1], days[40], hold[40];
 	rv_uuid(id);
 	hash_code(code, strlen(code), chash);

@@ -77,6 +77,11 @@ void h_anthropic_key_delete(struct fcgi_ctx *c);
 /* challenges.c, evaluations.c (issue 6: MANTIS challenges) */
 void h_challenges_list(struct fcgi_ctx *c);
 void h_challenges_leaderboard(struct fcgi_ctx *c);
+/* Whether the dataset `version` stored at `path` carries the extra field the
+ * challenge needs (FUNDING-XSEC: funding_1h; none needed: true). When not,
+ * replies 400 dataset_lacks_field naming the field and returns false. */
+struct ch_def;
+bool ch_dataset_fits(struct fcgi_ctx *c, const struct ch_def *def, const char *version, const char *path);
 void h_evaluations_create(struct fcgi_ctx *c);
 void h_evaluations_get(struct fcgi_ctx *c);
 void h_evaluations_list(struct fcgi_ctx *c);

@@ -22,8 +22,13 @@ TEMPLATES = os.path.join(ROOT, "static", "js", "templates.js")
 
 
 def catalogue():
+    """The catalogue of a market with no extra field (the default one)."""
+    return challenges_for(())
+
+
+def challenges_for(fields):
     from agenttest.evaluator import challenges
-    return challenges()
+    return challenges(tuple(fields))
 
 
 def template(name, ch):
@@ -48,6 +53,28 @@ def test_every_challenge_of_the_default_market_has_a_template():
         code = template(name, ch)
         assert "class TechFeaturizer" in code and "class TechPredictor" in code, name
         compile(code, name, "exec")
+
+
+def test_the_default_market_offers_no_challenge_it_cannot_score(market):
+    """FUNDING-XSEC needs funding_1h, which the default market lacks; the
+    catalogue for that market's fields leaves it out."""
+    with open(os.path.join(market, "manifest.json")) as f:
+        fields = [x if isinstance(x, str) else x.get("name") for x in json.load(f).get("fields", [])]
+    assert "funding_1h" not in fields
+    assert set(challenges_for(fields)) == set(catalogue()) and "FUNDING-XSEC" not in catalogue()
+
+
+@stage_only
+def test_funding_template_on_the_default_market_fails_saying_why(market, tmp_path):
+    """Its template (each asset's own 8-hour momentum), forced onto the default
+    market, is refused before the strategy runs, naming the missing field."""
+    ch = challenges_for(["funding_1h"])["FUNDING-XSEC"]
+    rc, res = evaluate(market, "FUNDING-XSEC", template("FUNDING-XSEC", ch), tmp_path, days_back=20,
+                       holdout_days=10, trusted=True)
+    assert rc != 0 and res["code"] == "bad_request", res
+    assert res["error"].startswith("FUNDING-XSEC needs the funding_1h field and this dataset has none "
+                                   "(its fields: open, high, low, close, volume"), res
+    assert "timing" not in res, res
 
 
 @stage_only

@@ -162,6 +162,29 @@ def test_funding_missing_asset_does_not_kill_every_row():
     assert rc == 0 and s["type"] == "funding_xsec"
 
 
+@pytest.mark.parametrize("mode", ["strict", "mantis"])
+def test_funding_xsec_without_the_funding_field_says_so(mode):
+    """A market without funding_1h (the default synthetic one) or with it for
+    none of the 20 assets is refused before scoring, naming the field; it
+    used to fail as 'has 0 rows with returns for at least 5 assets'."""
+    rng = np.random.default_rng(41)
+    T = 5000
+    m = walk(T, 41, A=20)
+    closes = {a: m[:, i] for i, a in enumerate(ref.FUNDING_ASSETS)}
+    emb = rng.normal(0, 1, (T, 20)).astype(np.float32)
+    rc, r = chlib.score("FUNDING-XSEC", closes, emb, 0, mode=mode)
+    assert rc == INPUT and r == {"error": "FUNDING-XSEC needs the funding_1h field and this dataset has none "
+                                 "(its fields: open, high, low, close, volume); evaluate it on a dataset "
+                                 "fetched with CoinGlass data (docs/market-data.md)"}
+    other = {"oi_1h": {"BTC": np.ones(T)}}
+    rc, r = chlib.score("FUNDING-XSEC", closes, emb, 0, fields=other, mode=mode)
+    assert rc == INPUT and "has none (its fields: open, high, low, close, volume, oi_1h);" in r["error"]
+    elsewhere = {"funding_1h": {"BCH": np.ones(T)}}
+    rc, r = chlib.score("FUNDING-XSEC", dict(closes, BCH=m[:, 0]), emb, 0, fields=elsewhere, mode=mode)
+    assert rc == INPUT and r == {"error": "FUNDING-XSEC needs the funding_1h field and this dataset carries it "
+                                 "for none of the challenge's 20 assets"}
+
+
 def test_strict_equals_mantis_on_clean_data_except_grid():
     """With no gaps, finite predictions and holdout 0, only the tail-window
     rule can differ; labels and metrics are the same computations."""

@@ -98,6 +98,25 @@ def test_catalogue_shape(alice):
     assert cat["XSEC-RANK"]["type"] == "xsec_rank"
 
 
+def test_funding_xsec_is_refused_at_once_on_a_market_without_funding(alice):
+    """The default market has no funding_1h: FUNDING-XSEC is not listed for it
+    (above), and an evaluation or an agent asking for it there is refused when
+    submitted, saying which field is missing, instead of failing later with
+    "no valid walk-forward windows"."""
+    assert "FUNDING-XSEC" not in alice.get("/api/challenges").json()
+    for path, body in (("/api/evaluations", {"challenge": "FUNDING-XSEC", "code": MOMENTUM}),
+                       ("/api/agents", {"challenge": "FUNDING-XSEC", "goal": "rank funding changes"})):
+        r = alice.post(path, body)
+        assert r.status == 400, (path, r)
+        err = r.json()
+        assert err["code"] == "dataset_lacks_field", (path, err)
+        assert err["error"].startswith("FUNDING-XSEC needs the funding_1h field and dataset_version '"), err
+        assert "does not carry it" in err["error"], err
+    # nothing was queued or launched
+    assert alice.get("/api/evaluations?challenge=FUNDING-XSEC").json()["evaluations"] == []
+    assert [a for a in alice.get("/api/agents").json() if a["challenge"] == "FUNDING-XSEC"] == []
+
+
 def test_evaluation_runs_in_the_sandbox(alice, momentum_eval):
     q, e = momentum_eval
     assert q["status"] == "queued" and q["url"] == f"/api/evaluations/{q['id']}"
