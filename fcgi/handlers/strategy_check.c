@@ -12,8 +12,9 @@
  * header first (magic, version, status, length cap), then strict JSON, and
  * only known fields are used. A connection reset before any answer byte
  * (the checker's runner was killed holding the request) is asked once
- * more. No runner listening (after retrying for CHECK_CONNECT_MS, which
- * covers a restart or another runner taking the socket over), a busy or
+ * more. No runner listening (after retrying for CHECK_CONNECT_MS, or
+ * CHECK_REFUSED_MS once a left-over socket refuses, which covers a restart
+ * or another runner taking the socket over), a busy or
  * failing checker and a missed deadline answer 503 `unavailable`.
  *
  * Verdict cache: a check is a function of the code and of the checker, so
@@ -43,7 +44,9 @@
 #include "fcgi/handlers/runs_view.h"
 
 #define CHECK_DEADLINE_MS 5000
-#define CHECK_CONNECT_MS  1000   /* keep trying to connect this long: a runner taking over */
+#define CHECK_CONNECT_MS  1000   /* keep trying to connect this long: a runner restarting or taking over */
+#define CHECK_REFUSED_MS  2500   /* ... and this long once the socket refuses: a crashed owner's file is
+				  * there and its heir is taking over (100 ms idle, over 1 s on a loaded host) */
 #define CHECK_TAKEOVER_MS 3000   /* the same after a reset: the owner just died, its heir is taking over */
 #define CHECK_VERDICT_MAX 2048   /* = code_checks.verdict (sql/012_code_checks.sql) */
 
@@ -128,7 +131,8 @@ static enum ask ask_once(const char *path, const char *code, size_t len, long lo
 	}
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	int fd = -1;
-	for (long long give_up = mono_ms() + connect_ms;;) {
+	long long start = mono_ms();
+	for (long long give_up = start + connect_ms;;) {
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		if (fd < 0) {
 			snprintf(err, errlen, "socket: %s", strerror(errno));
@@ -144,6 +148,8 @@ static enum ask ask_once(const char *path, const char *code, size_t len, long lo
 			int e = errno;
 			snprintf(err, errlen, "connect %s: %s", path, strerror(e));
 			rc = e == EAGAIN ? ASK_BUSY : ASK_DOWN;   /* EAGAIN: its backlog is full */
+			if (e == ECONNREFUSED && give_up < start + CHECK_REFUSED_MS)
+				give_up = start + CHECK_REFUSED_MS;
 			if ((e != ENOENT && e != ECONNREFUSED) || mono_ms() >= give_up)
 				goto out;
 		}

@@ -230,14 +230,14 @@ def test_checker_down_for_good_is_a_clear_503_in_bounded_time(tstack, tapi):
         stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         stale.bind(path)
         stale.close()
-    # refused, retried for 1 s (a runner may be taking over), then 503
+    # refused by a left-over socket, retried for 2.5 s (a runner may be taking over), then 503
     t = time.monotonic()
     r = submit(tapi, BUY_AND_HOLD + f"# down {time.monotonic_ns()}\n", "down")
     took = time.monotonic() - t
     body = assert_error(r, 503, "unavailable")
     assert "agenttest-runner" in body["error"] and "not running" in body["error"], body
     assert r.header("Retry-After")
-    assert 0.9 < took < 3, took
+    assert 2.4 < took < 5, took
     # no socket file at all: the same answer, as fast
     os.unlink(path)
     t = time.monotonic()
