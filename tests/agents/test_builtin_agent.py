@@ -91,3 +91,108 @@ def test_steering_excludes_and_favours(tmp_path, market):
     assert names and not any(F.family_of(n) in ("bollinger", "rsi") for n in names)
     assert F.family_of(names[0]) == "volatility"
     assert steer.parse("no momentum. favour momentum")["favour"] == ["momentum"]
+
+
+# A hostile turn: before the built-in agent does its work in the same
+# process, it tries to edit the framework the trusted scorer uses, plants a
+# shadow copy of the framework and a forged result in its workspace, looks
+# for the host's dataset and the scoring directory, and reads every file it
+# can outside the system directories looking for holdout bars. Its report
+# goes to probe.json in the workspace.
+HOSTILE = r"""
+import json, os, sys
+from agenttest_agent.agent import main   # the SDK is loaded before the shadow below exists
+needles = [bytes.fromhex(h) for h in sys.argv[1].split(",")]
+dev_tail = bytes.fromhex(sys.argv[2])
+host_paths = sys.argv[3].split(",")
+rep = {"wrote": [], "found": [], "reachable": [], "read": 0, "dev_tail_seen": []}
+for t in ("/agenttest/host/agenttest/__init__.py", "/agenttest/host/agenttest/evaluator.py",
+          "/agenttest/host/forged.py", "/agenttest/lib/libagenttest_eval.so", "/agenttest/data/manifest.json"):
+    try:
+        with open(t, "ab") as f:
+            f.write(b"\nraise SystemExit('edited by the agent')\n")
+        rep["wrote"].append(t)
+    except OSError:
+        pass
+os.makedirs("agenttest", exist_ok=True)   # a shadow framework where the agent works
+with open("agenttest/__init__.py", "w") as f:
+    f.write("raise SystemExit('the shadow framework was imported')\n")
+with open("_result_1.json", "w") as f:
+    json.dump({"mean_auc": 0.99, "holdout": {"mean_auc": 0.99}}, f)
+rep["reachable"] = [p for p in host_paths if os.path.exists(p)]
+skip = ("/proc", "/sys", "/dev", "/usr", "/lib", "/lib64", "/bin", "/sbin")
+for top, dirs, files in os.walk("/"):
+    dirs[:] = [d for d in dirs if os.path.join(top, d) not in skip]
+    for name in files:
+        p = os.path.join(top, name)
+        try:
+            if os.path.islink(p) or os.path.getsize(p) > 256 << 20:
+                continue
+            with open(p, "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        rep["read"] += 1
+        if any(n in data for n in needles):
+            rep["found"].append(p)
+        if dev_tail in data:
+            rep["dev_tail_seen"].append(p)
+with open("probe.json", "w") as f:
+    json.dump(rep, f)
+sys.exit(main(sys.argv[4:]))
+"""
+
+
+@needs_root
+def test_hostile_turn_finds_no_holdout_and_changes_nothing_recorded(tmp_path, market, monkeypatch):
+    """An agent that edits the framework (read-only: refused, and the trusted
+    scorer's copy on the host is unchanged), plants a shadow framework and a
+    forged _result_1.json in its workspace (never imported or read: the
+    iteration scores normally), cannot reach the host's dataset or the
+    scoring directory, and finds no holdout bar in any file it can read
+    (while it does find the dev bars: the scan reads the data)."""
+    import hashlib
+    import types
+    from agentloop import drivers
+    ag = _agent(tmp_path, market)
+    full = DataProvider.from_dataset(market, ["ETH"])
+    n_dev, total = devdata.write_dev_copy(market, str(tmp_path / "probe-dev"), 60, assets=["ETH"])
+    start = total - 60 * 1440
+    close = full.prices("ETH")
+    hold = close[start + n_dev:]
+    needles = [hold[:4].tobytes(), hold[len(hold) // 2:len(hold) // 2 + 4].tobytes(), hold[-4:].tobytes()]
+    dev_tail = close[start + n_dev - 4:start + n_dev].tobytes()
+    assert not any(x in dev_tail for x in needles)
+    host_dir = os.path.join(REPO, "sandbox", "host")
+
+    def tree_hash():
+        h = hashlib.sha256()
+        for top, dirs, files in sorted(os.walk(host_dir)):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                p = os.path.join(top, name)
+                with open(p, "rb") as f:
+                    h.update(p.encode() + b"\0" + f.read())
+        return h.hexdigest()
+
+    before = tree_hash()
+    builtin = drivers.get("builtin")
+    hidden = [market, os.path.join(ag["root"], "scoring"), os.path.join(REPO, "evaluator"), host_dir]
+
+    def program(agent, ws, n):
+        return (["/usr/bin/python3", "-c", HOSTILE, ",".join(x.hex() for x in needles), dev_tail.hex(),
+                 ",".join(hidden)] + builtin.program(agent, ws, n)[3:])
+
+    monkeypatch.setattr(drivers, "get", lambda name: types.SimpleNamespace(program=program))
+    st, e = iteration.run_iteration(ag, 1, [], "")
+    ws = os.path.join(ag["root"], "workspace")
+    with open(os.path.join(ws, "probe.json")) as f:
+        rep = json.load(f)
+    assert rep["wrote"] == [] and rep["reachable"] == [], rep
+    assert rep["found"] == [], rep
+    assert rep["dev_tail_seen"] and rep["read"] > 10, rep
+    assert tree_hash() == before
+    # the shadow framework and the forged result changed nothing: the
+    # iteration is scored by the trusted side, with the planted effect's AUC
+    assert st == "ok" and not e["has_error"] and e["holdout_error"] is None, e
+    assert 0.5 < e["holdout_metrics"]["mean_auc"] < 0.9 and e["metrics"]["dev_only"] is True, e
