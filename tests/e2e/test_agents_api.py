@@ -122,11 +122,25 @@ def test_max_agents_429(astack, owner, other):
 
 
 def test_no_token_401(stack_factory):
+    """Every agent route without a credential is 401 and changes nothing, on an
+    agent that exists (so the 401 is not a 404 in disguise)."""
     from conftest import strong_token
     s = stack_factory("agents-secured", MANTIS_AUTH_TOKEN=strong_token(), AGENTTEST_RUNNER_SLOTS=0)
     assert_error(s.get("/api/agents", source="127.0.0.2"), 401, "unauthorized")
     assert_error(s.request("POST", "/api/agents", json_body={"challenge": "ETH-1H-BINARY", "goal": GOAL},
                            source="127.0.0.2"), 401, "unauthorized")
+    assert_error(s.request("POST", "/api/agents/import", json_body=bundle(), source="127.0.0.2"), 401,
+                 "unauthorized")
+    tok = s.create_token(role="user")
+    aid = create(s, tok)
+    for method, tail in ROUTES + [("POST", "/ask")]:
+        r = s.request(method, f"/api/agents/{aid}{tail}", source="127.0.0.2",
+                      json_body=BODIES.get(tail, {}) if method == "POST" else None)
+        assert_error(r, 401, "unauthorized")
+    d = s.get(f"/api/agents/{aid}", token=tok, source="127.0.0.2").json()
+    assert d["status"] == "starting" and d["paused"] is False and d["goal_version"] == 1, d
+    assert s.get(f"/api/agents/{aid}/chat", token=tok, source="127.0.0.2").json()["messages"] == []
+    assert [a["id"] for a in s.get("/api/agents", token=tok, source="127.0.0.2").json()] == [aid]
 
 
 def test_pause_resume_stop_between_iterations(astack, owner):
