@@ -384,3 +384,28 @@ def test_pause_and_pending_messages_survive_a_full_stack_restart(astack, owner):
     assert post(astack, f"/api/agents/{aid}/resume", owner).json() == {"paused": False}
     assert astack.get(f"/api/agents/{aid}", token=owner).json()["activity"]["state"] == "queued"
     post(astack, f"/api/agents/{aid}/delete", owner)
+
+
+def test_pause_is_resumed_after_mantis_pause_timeout(stack_factory):
+    """A paused agent gets its next iteration queued by the runner once its
+    pause is older than MANTIS_PAUSE_TIMEOUT (10 s here), with a status event
+    saying why; before that it stays paused."""
+    import time
+    s = stack_factory("agents-pause-timeout", MANTIS_PAUSE_TIMEOUT=10, AGENTTEST_RUNNER_SLOTS=0)
+    tok = s.create_token(role="user")
+    aid = create(s, tok)
+    t0 = time.monotonic()
+    assert post(s, f"/api/agents/{aid}/pause", tok).json() == {"paused": True}
+    time.sleep(3)
+    d = s.get(f"/api/agents/{aid}", token=tok).json()
+    assert d["status"] == "paused" and d["activity"] is None, d
+    while time.monotonic() - t0 < 40:
+        d = s.get(f"/api/agents/{aid}", token=tok).json()
+        if not d["paused"]:
+            break
+        time.sleep(0.5)
+    waited = time.monotonic() - t0
+    assert d["paused"] is False and d["activity"] == dict(d["activity"], iteration=1, state="queued"), d
+    assert waited >= 9, waited
+    text = s.get(f"/api/agents/{aid}/events?wait=1", token=tok).body.decode()
+    assert "resumed after MANTIS_PAUSE_TIMEOUT" in text, text
