@@ -122,11 +122,25 @@ def test_max_agents_429(astack, owner, other):
 
 
 def test_no_token_401(stack_factory):
+    """Every agent route without a credential is 401 and changes nothing, on an
+    agent that exists (so the 401 is not a 404 in disguise)."""
     from conftest import strong_token
     s = stack_factory("agents-secured", MANTIS_AUTH_TOKEN=strong_token(), AGENTTEST_RUNNER_SLOTS=0)
     assert_error(s.get("/api/agents", source="127.0.0.2"), 401, "unauthorized")
     assert_error(s.request("POST", "/api/agents", json_body={"challenge": "ETH-1H-BINARY", "goal": GOAL},
                            source="127.0.0.2"), 401, "unauthorized")
+    assert_error(s.request("POST", "/api/agents/import", json_body=bundle(), source="127.0.0.2"), 401,
+                 "unauthorized")
+    tok = s.create_token(role="user")
+    aid = create(s, tok)
+    for method, tail in ROUTES + [("POST", "/ask")]:
+        r = s.request(method, f"/api/agents/{aid}{tail}", source="127.0.0.2",
+                      json_body=BODIES.get(tail, {}) if method == "POST" else None)
+        assert_error(r, 401, "unauthorized")
+    d = s.get(f"/api/agents/{aid}", token=tok, source="127.0.0.2").json()
+    assert d["status"] == "starting" and d["paused"] is False and d["goal_version"] == 1, d
+    assert s.get(f"/api/agents/{aid}/chat", token=tok, source="127.0.0.2").json()["messages"] == []
+    assert [a["id"] for a in s.get("/api/agents", token=tok, source="127.0.0.2").json()] == [aid]
 
 
 def test_pause_resume_stop_between_iterations(astack, owner):
@@ -370,3 +384,28 @@ def test_pause_and_pending_messages_survive_a_full_stack_restart(astack, owner):
     assert post(astack, f"/api/agents/{aid}/resume", owner).json() == {"paused": False}
     assert astack.get(f"/api/agents/{aid}", token=owner).json()["activity"]["state"] == "queued"
     post(astack, f"/api/agents/{aid}/delete", owner)
+
+
+def test_pause_is_resumed_after_mantis_pause_timeout(stack_factory):
+    """A paused agent gets its next iteration queued by the runner once its
+    pause is older than MANTIS_PAUSE_TIMEOUT (10 s here), with a status event
+    saying why; before that it stays paused."""
+    import time
+    s = stack_factory("agents-pause-timeout", MANTIS_PAUSE_TIMEOUT=10, AGENTTEST_RUNNER_SLOTS=0)
+    tok = s.create_token(role="user")
+    aid = create(s, tok)
+    t0 = time.monotonic()
+    assert post(s, f"/api/agents/{aid}/pause", tok).json() == {"paused": True}
+    time.sleep(3)
+    d = s.get(f"/api/agents/{aid}", token=tok).json()
+    assert d["status"] == "paused" and d["activity"] is None, d
+    while time.monotonic() - t0 < 40:
+        d = s.get(f"/api/agents/{aid}", token=tok).json()
+        if not d["paused"]:
+            break
+        time.sleep(0.5)
+    waited = time.monotonic() - t0
+    assert d["paused"] is False and d["activity"] == dict(d["activity"], iteration=1, state="queued"), d
+    assert waited >= 9, waited
+    text = s.get(f"/api/agents/{aid}/events?wait=1", token=tok).body.decode()
+    assert "resumed after MANTIS_PAUSE_TIMEOUT" in text, text

@@ -3,7 +3,8 @@ built-in agent runs iterations that the server scores (dev and sealed
 holdout), a message sent during an iteration reaches the next one, pause /
 resume / stop between and during iterations, a runner SIGKILLed in the
 middle of an iteration (another runner redoes it, nothing lost or doubled),
-and the server-sent events of an agent. Needs root (the agent sandbox)."""
+the wall-time budget's pause and its raise, and the server-sent events of
+an agent. Needs root (the agent sandbox)."""
 import json
 import os
 import signal
@@ -194,3 +195,21 @@ def test_runner_killed_mid_iteration_is_redone_elsewhere(lstack, tok):
     # the redo ran in the agent's one workspace: the interrupted attempt's outputs were replaced
     ws = lstack.var / "agents" / aid / "workspace"
     assert (ws / "iteration_1.py").exists() and "[iter 1] started" in (lstack.var / "agents" / aid / "stdout.log").read_text()
+
+
+def test_wall_time_budget_pauses_cleanly_and_a_raise_resumes(lstack, tok):
+    """budget.wall_s: after the iteration that uses it up the agent is paused
+    with the budget named and its state saved; a plain resume is 409, a resume
+    that raises the budget queues the next iteration."""
+    aid = create(lstack, tok, max_iterations=3, budget={"wall_s": 1})
+    d = wait_for(lstack, tok, aid, lambda d: d["status"] == "paused", what="the wall-time budget pause")
+    assert d["iteration_count"] == 1 and d["activity"] is None, d
+    assert "wall-time budget is used up" in (d["status_detail"] or ""), d
+    assert d["budget"]["wall_s"] == 1 and d["budget"]["wall_s_used"] > 1 and d["budget"]["wall_s_left"] == 0, d
+    assert lstack.get(f"/api/agents/{aid}/state", token=tok).json()["content"]
+    r = post(lstack, f"/api/agents/{aid}/resume", tok)
+    assert r.status == 409, r
+    assert post(lstack, f"/api/agents/{aid}/resume", tok, {"budget": {"wall_s": 3600}}).json() == {"paused": False}
+    d = detail(lstack, tok, aid)
+    assert d["activity"]["iteration"] == 2 and d["budget"]["wall_s_left"] > 3000, d
+    assert post(lstack, f"/api/agents/{aid}/stop", tok).json() == {"status": "stopped"}
