@@ -51,7 +51,12 @@ PROBE = ("env > probe_env.txt; cat /proc/*/cmdline 2>/dev/null | tr '\\0' ' ' > 
          "(curl -sS -m 3 http://10.0.0.1/ ; curl -sS -m 3 http://127.0.0.1:3306/ ; "
          "curl -sS -m 3 https://api.anthropic.com/v1/messages ; "
          "curl -sS -m 3 -X POST http://127.0.0.1:8119/v1/files ; "
-         "curl -sS -m 3 http://127.0.0.1:8119/v1/models) > probe_net.txt 2>&1; ls -la / /agenttest > probe_ls.txt 2>&1")
+         "curl -sS -m 3 http://127.0.0.1:8119/v1/models) > probe_net.txt 2>&1; ls -la / /agenttest > probe_ls.txt 2>&1; "
+         # every file the box can read outside /usr and the kernel's trees, for a piece of the key (a
+         # regex, so the CLI's transcript of this command does not match it); the canary proves it reads
+         "printf 'E2eRealKe%s_k' y > probe_canary.txt; "
+         "grep -rlsE 'E2eRealKe[y]_k' / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev --exclude-dir=usr "
+         "> probe_grep.txt")
 
 
 def usage(i, o, cw=0, cr=0):
@@ -140,6 +145,8 @@ def test_claude_code_iteration_end_to_end(setup, monkeypatch):
     net = open(os.path.join(ws, "probe_net.txt")).read()
     assert net.count("curl: (7)") + net.count("curl: (6)") >= 3, net   # other hosts, ports: unreachable
     assert net.count("permission_error") == 2, net                      # other paths: 403 from the proxy
+    found = open(os.path.join(ws, "probe_grep.txt")).read().split()
+    assert len(found) == 1 and found[0].endswith("/probe_canary.txt"), found   # only the canary has it
     ls = open(os.path.join(ws, "probe_ls.txt")).read()
     assert "egress" in ls and "scoring" not in ls
 
