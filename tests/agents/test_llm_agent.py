@@ -132,6 +132,13 @@ def test_claude_code_iteration_end_to_end(setup, monkeypatch):
     assert t["requests"] == len(reqs)
     assert any(a.startswith("running: cat > notes.txt") for a in e["llm"]["activity"])
     assert "Now the local evaluation." in e["llm"]["thoughts"] and e["llm"]["attempts"] == 1
+    # the original's allow-list, non-essential traffic off, no auth token for the CLI to send
+    with open(os.path.join(ws, ".claude", "settings.local.json")) as f:
+        cfg = json.load(f)
+    assert cfg["permissions"] == {"allow": ["Bash(*)", "Read(*)", "Write(*)", "Edit(*)", "Glob(*)", "Grep(*)",
+                                            "WebFetch(*)", "WebSearch(*)", "TodoWrite(*)", "NotebookEdit(*)",
+                                            "Task(*)"], "deny": []}, cfg
+    assert cfg["env"] == {"ANTHROPIC_AUTH_TOKEN": "", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}, cfg
     # the key is nowhere the agent could read
     for top, _, files in os.walk(ws):
         for fn in files:
