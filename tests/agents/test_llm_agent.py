@@ -8,9 +8,12 @@ the key is nowhere the agent can read (its environment, /proc, command
 lines, the workspace, the logs it can see); other hosts, ports and paths
 fail from inside; tokens and cost recorded equal the stand-in's usage;
 budget exhaustion stops the turn with the workspace kept and a raised
-budget resumes the same iteration. Needs root, make build and npm ci."""
+budget resumes the same iteration; driver command runs an operator's agent
+command line through the same sandbox, relay and proxy. Needs root, make
+build and npm ci."""
 import json
 import os
+import shlex
 import sys
 
 import pytest
@@ -294,3 +297,45 @@ def test_activity_lines_are_live_and_a_failed_first_attempt_is_metered(setup, tm
     assert tk["input"] >= 700 + 800 + 900   # the failed attempt's two answers are in
     assert tk["cost"] == pytest.approx(sum(price(u) for u in got), rel=1e-6)
     assert tk["requests"] == len(s.requests()) and metered["tokens"] == tk
+
+
+AGENT_SRC = r'''import json, os, sys, urllib.request
+n = sys.argv[1]
+body = json.dumps({"model": "claude-haiku-4-5", "max_tokens": 200,
+                   "messages": [{"role": "user", "content": "one idea, please"}]}).encode()
+req = urllib.request.Request(os.environ["ANTHROPIC_BASE_URL"] + "/v1/messages", body,
+                             {"content-type": "application/json", "anthropic-version": "2023-06-01",
+                              "x-api-key": os.environ["ANTHROPIC_API_KEY"]})
+answer = json.load(urllib.request.urlopen(req, timeout=60))
+print("in-house agent: " + answer["content"][0]["text"], flush=True)
+open("iteration_%s.py" % n, "w").write(CODE)
+open("iteration_%s_analysis.json" % n, "w").write(json.dumps(ANALYSIS))
+'''
+
+
+def test_command_driver_runs_the_operators_cli_through_the_same_proxy(setup):
+    """Driver command: an operator's agent command line (here an in-house
+    python one) runs in the same sandbox with the same environment, relay
+    and proxy: its request reaches the upstream with the real key only, its
+    usage is metered and priced (haiku), its plain output lines are activity
+    lines, and the iteration it writes is scored."""
+    u = usage(800, 70)
+    scr = {"turns": [{"content": [{"type": "text", "text": "try 4h momentum"}], "usage": u}],
+           "default": {"content": [{"type": "text", "text": "ok"}], "usage": usage(1, 1)}}
+    s, ag = setup(scr=scr)
+    src = AGENT_SRC.replace("CODE", repr(CODE)).replace("ANALYSIS)", "%r)" % ANALYSIS)
+    ag.update(driver="command", model=None, command=shlex.join(["/usr/bin/python3", "-c", src, "{iteration}"]))
+    lines = []
+    st, e = iteration.run_iteration(ag, 1, [], "", on_activity=lines.append)
+    assert st == "ok" and not e["has_error"] and e["code_hash"], (e, lines)
+    assert "in-house agent: try 4h momentum" in lines, lines
+    assert lines[0] == "iteration 1: command agent turn started (attempt 1 of 2)", lines
+    [req] = s.requests()
+    assert req["headers"].get("x-api-key") == KEY and req["body"]["model"] == "claude-haiku-4-5", req["headers"]
+    t = e["tokens"]
+    assert (t["input"], t["output"], t["requests"]) == (800, 70, 1), t
+    assert t["cost"] == pytest.approx((800 * 1 + 70 * 5) / 1e6, rel=1e-6)   # haiku 4.x list prices
+    for top, _, files in os.walk(os.path.join(ag["root"], "workspace")):
+        for fn in files:
+            with open(os.path.join(top, fn), "rb") as f:
+                assert KEY.encode() not in f.read(), fn
