@@ -339,3 +339,22 @@ def test_command_driver_runs_the_operators_cli_through_the_same_proxy(setup):
         for fn in files:
             with open(os.path.join(top, fn), "rb") as f:
                 assert KEY.encode() not in f.read(), fn
+
+
+def test_a_silent_agent_cli_is_ended_by_the_idle_timeout_once(setup, monkeypatch):
+    """An LLM turn whose CLI prints nothing for MANTIS_CLAUDE_TIMEOUT seconds
+    is killed as an idle timeout: recorded as such, not given a second
+    attempt (only a CLI that fails for another reason is)."""
+    import time
+    monkeypatch.setenv("MANTIS_CLAUDE_TIMEOUT", "10")
+    s, ag = setup(scr={"default": {"content": [{"type": "text", "text": "ok"}], "usage": usage(1, 1)}})
+    ag.update(driver="command", command=shlex.join(
+        ["/usr/bin/python3", "-c", "import time; print('thinking', flush=True); time.sleep(300)"]))
+    lines = []
+    t0 = time.monotonic()
+    st, e = iteration.run_iteration(ag, 1, [], "", on_activity=lines.append)
+    took = time.monotonic() - t0
+    assert e["timed_out"] and e["has_error"] and "idle timeout" in e["error"], e
+    assert e["llm"]["attempts"] == 1 and "thinking" in lines, (e["llm"], lines)
+    assert 10 <= took < 120, took
+    assert s.requests() == []
