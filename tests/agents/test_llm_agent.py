@@ -152,6 +152,12 @@ def test_claude_code_iteration_end_to_end(setup, monkeypatch):
     env = open(os.path.join(ws, "probe_env.txt")).read()
     assert "ANTHROPIC_BASE_URL=http://127.0.0.1:8119" in env and "sk-ant-agenttest-dummy" in env
     assert "api03" not in env + open(os.path.join(ws, "probe_cmdlines.txt")).read()
+    # a private writable home and temporary directory inside the workspace, where the CLI keeps its state
+    home = [x for x in env.splitlines() if x.startswith("HOME=")]
+    assert home and all(x.endswith("/.home") for x in home), home
+    assert "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1" in env and any(x.endswith("/.tmp") for x in env.splitlines()
+                                                                       if x.startswith("TMPDIR="))
+    assert os.listdir(os.path.join(ws, ".home")), "the CLI wrote nothing into its home"
     net = open(os.path.join(ws, "probe_net.txt")).read()
     assert net.count("curl: (7)") + net.count("curl: (6)") >= 3, net   # other hosts, ports: unreachable
     assert net.count("permission_error") == 2, net                      # other paths: 403 from the proxy
