@@ -14,7 +14,10 @@
  * (and drops) the file as soon as a harness result carries llm_usage,
  * takes and charges it after a failed harness, and takes and charges a
  * leftover before the next attempt starts (one whose runner died before
- * either). The directory is the runner's (0700, never bound into the
+ * either). The take holds the proxy's flock on the file (egress_ledger_lock),
+ * so a proxy child that read the file before the take cannot write those
+ * totals back after it: its write-back holds only what it adds, charged by
+ * the next take. The directory is the runner's (0700, never bound into the
  * sandbox), so the agent cannot forge or remove the file.
  */
 #include <errno.h>
@@ -42,9 +45,23 @@ int agent_llm_take_ledger(const char *root, json_object **usage, struct buf *err
 		buf_printf(err, "%s: %s", path, strerror(errno));
 		return -1;
 	}
+	/* under the proxy's lock: a proxy child still finishing a request
+	 * (it read the file, it has not written it back yet) must not put back
+	 * the totals taken here, or the next attempt would charge them again */
+	int lk = egress_ledger_lock(path);
+	if (lk < 0) {
+		buf_printf(err, "cannot lock %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (access(path, F_OK) != 0 && errno == ENOENT) {
+		close(lk);
+		return 0;   /* taken by someone else meanwhile */
+	}
 	bool ok = egress_totals_read(path, &t);
-	if (unlink(path) != 0 && errno != ENOENT) {
-		buf_printf(err, "cannot remove %s: %s", path, strerror(errno));
+	int ue = unlink(path) != 0 ? errno : 0;
+	close(lk);
+	if (ue && ue != ENOENT) {
+		buf_printf(err, "cannot remove %s: %s", path, strerror(ue));
 		return -1;   /* kept: charging it now could charge it twice */
 	}
 	if (!ok) {

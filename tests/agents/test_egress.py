@@ -317,3 +317,28 @@ def test_price_table_file(tmp_path, monkeypatch):
     finally:
         e.close()
         s.close()
+
+
+def test_a_stopping_proxy_leaves_a_newer_proxys_socket(tmp_path):
+    """The retried attempt of a killed turn starts a new proxy on the same
+    socket path while the old one may still be exiting: the old one removes
+    its socket only if it is still its own, so the new one stays reachable."""
+    s = Standin(str(tmp_path), {"default": TEXT})
+    old = Egress(str(tmp_path), s.url, KEY)
+    new = None
+    try:
+        new = Egress(str(tmp_path), s.url, KEY)   # binds the same path anew
+        assert new.sock == old.sock
+        old.close()
+        old = None
+        assert os.path.exists(new.sock)
+        st, _, raw = request(new.sock, "POST", "/v1/messages", body(stream=False))
+        assert st == 200 and json.loads(raw)["content"][0]["text"] == "hello from the model"
+        new.close()
+        new = None
+        assert not os.path.exists(os.path.join(str(tmp_path), "egress-a1.sock"))   # its own it removes
+    finally:
+        for e in (old, new):
+            if e:
+                e.close()
+        s.close()

@@ -8,9 +8,12 @@ the key is nowhere the agent can read (its environment, /proc, command
 lines, the workspace, the logs it can see); other hosts, ports and paths
 fail from inside; tokens and cost recorded equal the stand-in's usage;
 budget exhaustion stops the turn with the workspace kept and a raised
-budget resumes the same iteration. Needs root, make build and npm ci."""
+budget resumes the same iteration; driver command runs an operator's agent
+command line through the same sandbox, relay and proxy. Needs root, make
+build and npm ci."""
 import json
 import os
+import shlex
 import sys
 
 import pytest
@@ -51,7 +54,12 @@ PROBE = ("env > probe_env.txt; cat /proc/*/cmdline 2>/dev/null | tr '\\0' ' ' > 
          "(curl -sS -m 3 http://10.0.0.1/ ; curl -sS -m 3 http://127.0.0.1:3306/ ; "
          "curl -sS -m 3 https://api.anthropic.com/v1/messages ; "
          "curl -sS -m 3 -X POST http://127.0.0.1:8119/v1/files ; "
-         "curl -sS -m 3 http://127.0.0.1:8119/v1/models) > probe_net.txt 2>&1; ls -la / /agenttest > probe_ls.txt 2>&1")
+         "curl -sS -m 3 http://127.0.0.1:8119/v1/models) > probe_net.txt 2>&1; ls -la / /agenttest > probe_ls.txt 2>&1; "
+         # every file the box can read outside /usr and the kernel's trees, for a piece of the key (a
+         # regex, so the CLI's transcript of this command does not match it); the canary proves it reads
+         "printf 'E2eRealKe%s_k' y > probe_canary.txt; "
+         "grep -rlsE 'E2eRealKe[y]_k' / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev --exclude-dir=usr "
+         "> probe_grep.txt")
 
 
 def usage(i, o, cw=0, cr=0):
@@ -127,6 +135,13 @@ def test_claude_code_iteration_end_to_end(setup, monkeypatch):
     assert t["requests"] == len(reqs)
     assert any(a.startswith("running: cat > notes.txt") for a in e["llm"]["activity"])
     assert "Now the local evaluation." in e["llm"]["thoughts"] and e["llm"]["attempts"] == 1
+    # the original's allow-list, non-essential traffic off, no auth token for the CLI to send
+    with open(os.path.join(ws, ".claude", "settings.local.json")) as f:
+        cfg = json.load(f)
+    assert cfg["permissions"] == {"allow": ["Bash(*)", "Read(*)", "Write(*)", "Edit(*)", "Glob(*)", "Grep(*)",
+                                            "WebFetch(*)", "WebSearch(*)", "TodoWrite(*)", "NotebookEdit(*)",
+                                            "Task(*)"], "deny": []}, cfg
+    assert cfg["env"] == {"ANTHROPIC_AUTH_TOKEN": "", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}, cfg
     # the key is nowhere the agent could read
     for top, _, files in os.walk(ws):
         for fn in files:
@@ -137,9 +152,17 @@ def test_claude_code_iteration_end_to_end(setup, monkeypatch):
     env = open(os.path.join(ws, "probe_env.txt")).read()
     assert "ANTHROPIC_BASE_URL=http://127.0.0.1:8119" in env and "sk-ant-agenttest-dummy" in env
     assert "api03" not in env + open(os.path.join(ws, "probe_cmdlines.txt")).read()
+    # a private writable home and temporary directory inside the workspace, where the CLI keeps its state
+    home = [x for x in env.splitlines() if x.startswith("HOME=")]
+    assert home and all(x.endswith("/.home") for x in home), home
+    assert "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1" in env and any(x.endswith("/.tmp") for x in env.splitlines()
+                                                                       if x.startswith("TMPDIR="))
+    assert os.listdir(os.path.join(ws, ".home")), "the CLI wrote nothing into its home"
     net = open(os.path.join(ws, "probe_net.txt")).read()
     assert net.count("curl: (7)") + net.count("curl: (6)") >= 3, net   # other hosts, ports: unreachable
     assert net.count("permission_error") == 2, net                      # other paths: 403 from the proxy
+    found = open(os.path.join(ws, "probe_grep.txt")).read().split()
+    assert len(found) == 1 and found[0].endswith("/probe_canary.txt"), found   # only the canary has it
     ls = open(os.path.join(ws, "probe_ls.txt")).read()
     assert "egress" in ls and "scoring" not in ls
 
@@ -280,3 +303,64 @@ def test_activity_lines_are_live_and_a_failed_first_attempt_is_metered(setup, tm
     assert tk["input"] >= 700 + 800 + 900   # the failed attempt's two answers are in
     assert tk["cost"] == pytest.approx(sum(price(u) for u in got), rel=1e-6)
     assert tk["requests"] == len(s.requests()) and metered["tokens"] == tk
+
+
+AGENT_SRC = r'''import json, os, sys, urllib.request
+n = sys.argv[1]
+body = json.dumps({"model": "claude-haiku-4-5", "max_tokens": 200,
+                   "messages": [{"role": "user", "content": "one idea, please"}]}).encode()
+req = urllib.request.Request(os.environ["ANTHROPIC_BASE_URL"] + "/v1/messages", body,
+                             {"content-type": "application/json", "anthropic-version": "2023-06-01",
+                              "x-api-key": os.environ["ANTHROPIC_API_KEY"]})
+answer = json.load(urllib.request.urlopen(req, timeout=60))
+print("in-house agent: " + answer["content"][0]["text"], flush=True)
+open("iteration_%s.py" % n, "w").write(CODE)
+open("iteration_%s_analysis.json" % n, "w").write(json.dumps(ANALYSIS))
+'''
+
+
+def test_command_driver_runs_the_operators_cli_through_the_same_proxy(setup):
+    """Driver command: an operator's agent command line (here an in-house
+    python one) runs in the same sandbox with the same environment, relay
+    and proxy: its request reaches the upstream with the real key only, its
+    usage is metered and priced (haiku), its plain output lines are activity
+    lines, and the iteration it writes is scored."""
+    u = usage(800, 70)
+    scr = {"turns": [{"content": [{"type": "text", "text": "try 4h momentum"}], "usage": u}],
+           "default": {"content": [{"type": "text", "text": "ok"}], "usage": usage(1, 1)}}
+    s, ag = setup(scr=scr)
+    src = AGENT_SRC.replace("CODE", repr(CODE)).replace("ANALYSIS)", "%r)" % ANALYSIS)
+    ag.update(driver="command", model=None, command=shlex.join(["/usr/bin/python3", "-c", src, "{iteration}"]))
+    lines = []
+    st, e = iteration.run_iteration(ag, 1, [], "", on_activity=lines.append)
+    assert st == "ok" and not e["has_error"] and e["code_hash"], (e, lines)
+    assert "in-house agent: try 4h momentum" in lines, lines
+    assert lines[0] == "iteration 1: command agent turn started (attempt 1 of 2)", lines
+    [req] = s.requests()
+    assert req["headers"].get("x-api-key") == KEY and req["body"]["model"] == "claude-haiku-4-5", req["headers"]
+    t = e["tokens"]
+    assert (t["input"], t["output"], t["requests"]) == (800, 70, 1), t
+    assert t["cost"] == pytest.approx((800 * 1 + 70 * 5) / 1e6, rel=1e-6)   # haiku 4.x list prices
+    for top, _, files in os.walk(os.path.join(ag["root"], "workspace")):
+        for fn in files:
+            with open(os.path.join(top, fn), "rb") as f:
+                assert KEY.encode() not in f.read(), fn
+
+
+def test_a_silent_agent_cli_is_ended_by_the_idle_timeout_once(setup, monkeypatch):
+    """An LLM turn whose CLI prints nothing for MANTIS_CLAUDE_TIMEOUT seconds
+    is killed as an idle timeout: recorded as such, not given a second
+    attempt (only a CLI that fails for another reason is)."""
+    import time
+    monkeypatch.setenv("MANTIS_CLAUDE_TIMEOUT", "10")
+    s, ag = setup(scr={"default": {"content": [{"type": "text", "text": "ok"}], "usage": usage(1, 1)}})
+    ag.update(driver="command", command=shlex.join(
+        ["/usr/bin/python3", "-c", "import time; print('thinking', flush=True); time.sleep(300)"]))
+    lines = []
+    t0 = time.monotonic()
+    st, e = iteration.run_iteration(ag, 1, [], "", on_activity=lines.append)
+    took = time.monotonic() - t0
+    assert e["timed_out"] and e["has_error"] and "idle timeout" in e["error"], e
+    assert e["llm"]["attempts"] == 1 and "thinking" in lines, (e["llm"], lines)
+    assert 10 <= took < 120, took
+    assert s.requests() == []

@@ -12,7 +12,9 @@ asks of one owner run at once (the 4th: 429 with Retry-After); an agent
 whose request budget is used up gets 402 budget_exhausted and nothing is
 sent; every ask is on the owner's day, settled from its reservation, and a
 live reservation of another host's request that holds the rest of the day
-refuses an ask until it expires.
+refuses an ask until it expires; the model is told the tails of STATE.md and
+notes.txt, a history line per iteration and the dev metrics and analysis of
+the last 3 completed iterations, never a holdout number.
 
 The agents are claude-code agents created before any key is set: their
 first iteration fails at once with no_api_key (status error), so no agent
@@ -48,6 +50,7 @@ TURNS = [
     {"content": [{"type": "text", "text": "slow 3"}], "usage": SMALL, "hold_until": RELEASE},
     {"content": [{"type": "text", "text": "budget ask"}], "usage": SMALL},
     {"content": [{"type": "text", "text": "room again"}], "usage": SMALL},
+    {"content": [{"type": "text", "text": "context seen"}], "usage": SMALL},
 ]
 
 
@@ -304,3 +307,32 @@ def test_owner_day_is_reserved_across_hosts(astack, tok, agents, standin):
     [[day_requests2]] = sql(astack, "SELECT requests FROM llm_owner_day WHERE owner_id = %s AND day = UTC_DATE()"
                             % owner)
     assert int(day_requests2) == int(day_requests) + 1
+
+
+def test_the_model_is_told_the_agents_state_history_and_last_3_iterations(astack, tok, agents, standin):
+    """The original's context for an ask (spec/mantis.md ask route): the
+    tails of STATE.md and notes.txt as the last iteration left them, one
+    history line per iteration, and the dev metrics and analysis of the last
+    3 completed iterations; the sealed holdout stays out."""
+    aid = agents[0]
+    state = "OLD-STATE-HEAD " + "s" * 5000 + " STATE-TAIL-MARK"
+    sql(astack, "UPDATE agents SET state_md = '%s', notes = 'NOTES-MARK momentum' WHERE id = '%s'" % (state, aid))
+    for n in (7, 8, 9, 10):
+        sql(astack, "INSERT INTO agent_iterations (id, agent_id, iteration, status, metrics, holdout_metrics, "
+                    "analysis, score, holdout_score) VALUES (UUID(), '%s', %d, 'completed', "
+                    "'{\"mean_auc\": 0.5%d1}', '{\"mean_auc\": 0.9%d9}', '{\"hypothesis\": \"HYP-%d\"}', "
+                    "0.5%d1, 0.9%d9)" % (aid, n, n, n, n, n, n))
+    seen = len(standin.requests())
+    r = ask(astack, tok, aid, "what did the last iterations show?")
+    assert r.status == 200 and r.json()["answer"] == "context seen", r
+    [req] = standin.requests()[seen:]
+    system = req["body"]["system"]
+    assert "STATE-TAIL-MARK" in system and "OLD-STATE-HEAD" not in system, system[:3000]
+    assert "NOTES-MARK momentum" in system, system[:3000]
+    for n in (7, 8, 9, 10):   # a history line for each
+        assert "- iteration %d: completed, dev score 0.5%d1" % (n, n) in system, system[-3000:]
+    for n in (8, 9, 10):      # metrics and analysis for the last 3 only
+        assert "### iteration %d\nmetrics (dev): {\"mean_auc\": 0.5%d1}" % (n, n) in system, system[-3000:]
+        assert "HYP-%d" % n in system, system[-3000:]
+    assert "### iteration 7" not in system and "HYP-7" not in system, system[-3000:]
+    assert not any("0.9%d9" % n in system for n in (7, 8, 9, 10)), system[-3000:]   # no holdout number

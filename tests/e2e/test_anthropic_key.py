@@ -1,6 +1,8 @@
 """GET/POST/DELETE /api/anthropic-key (issue 16): the original's validation
 and mask, one key per owner on the secret store with an admin-set default,
-never returned whole, never logged, not readable by another user."""
+never returned whole, never logged, not readable by another user, and
+encrypted at rest: the secrets row holds a ciphertext, never the key."""
+from helpers import stack_sql
 from runs_helpers import REMOTE, Api
 
 KEY = "sk-ant-api03-" + "Ab1_-" * 12 + "wxyz"
@@ -30,6 +32,12 @@ def test_anthropic_key_per_owner_with_admin_default(stack):
     r = alice.post("/api/anthropic-key", {"key": KEY})
     assert r.status == 200 and r.json() == {"set": True, "masked": masked(KEY), "source": "own"}, r
     assert bob.get("/api/anthropic-key").json() == none           # not another user's key
+    # at rest: one more sealed row (24-byte nonce, the key's length + the 16-byte tag), no plaintext in it
+    hexkey = KEY.encode().hex()
+    rows = stack_sql(stack, "SELECT LENGTH(nonce), LENGTH(ciphertext), LOCATE(UNHEX('%s'), ciphertext) "
+                            "FROM secrets WHERE kind = 'anthropic' AND owner_id <> 0" % hexkey)
+    assert ["24", str(len(KEY) + 16), "0"] in rows, rows
+    assert all(r[2] == "0" for r in rows), rows
     r = admin.post("/api/anthropic-key", {"key": DEFAULT, "default": True})
     assert r.status == 200 and r.json() == {"set": True, "masked": masked(DEFAULT), "source": "default"}, r
     assert bob.get("/api/anthropic-key").json() == {"set": True, "masked": masked(DEFAULT), "source": "default"}

@@ -140,6 +140,10 @@ int egress_ledger_admit(const struct egress_ledger *l, struct egress_owner *o, c
 bool egress_ledger_charge(const struct egress_ledger *l, const struct egress_usage *u, double usd);
 /* Read a ledger file; a missing file reads as zeros. False on a bad file. */
 bool egress_totals_read(const char *path, struct egress_totals *t);
+/* Take the exclusive flock of ledger file path (on path.lock, created if
+ * need be), the one every read-modify-write of the file holds; the lock's
+ * fd (close it to release) or -1. */
+int egress_ledger_lock(const char *path);
 
 /* ---- http_in.c: the client's request ---- */
 

@@ -100,8 +100,7 @@ static bool totals_write(const char *path, const struct egress_totals *t)
 	return ok;
 }
 
-/* Take the exclusive lock of a ledger file; the lock's fd or -1. */
-static int lock_file(const char *path)
+int egress_ledger_lock(const char *path)
 {
 	char lp[4200];
 	if ((size_t)snprintf(lp, sizeof lp, "%s.lock", path) >= sizeof lp)
@@ -138,7 +137,7 @@ static bool hold(const struct egress_ledger *l, struct held *h, struct buf *why)
 		return false;
 	}
 	for (int i = 0; i < HELD; i++) {
-		h->lock[i] = lock_file(h->path[i]);
+		h->lock[i] = egress_ledger_lock(h->path[i]);
 		if (h->lock[i] < 0 || !egress_totals_read(h->path[i], &h->t[i])) {
 			buf_printf(why, "ledger %s unreadable", h->path[i]);
 			return false;

@@ -146,6 +146,16 @@ static int listen_on(const char *path)
 	return fd;
 }
 
+/* Remove the socket at path if it is still the one bound at (dev, ino): a
+ * later proxy of the same agent (the retried attempt of a killed turn) may
+ * have bound its own there already, and that one must stay. */
+static void unlink_own_socket(const char *path, dev_t dev, ino_t ino)
+{
+	struct stat st;
+	if (lstat(path, &st) == 0 && st.st_dev == dev && st.st_ino == ino)
+		unlink(path);
+}
+
 /* Drop expired reservations of any owner (best effort: each reservation sweeps its owner's too). */
 static void sweep(const struct dburl *u)
 {
@@ -245,7 +255,8 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	int lfd = listen_on(listen_path);
-	if (lfd < 0) {
+	struct stat own_sock;
+	if (lfd < 0 || lstat(listen_path, &own_sock) != 0) {
 		log_msg(LOG_LVL_ERROR, "egress_listen", "cannot listen on %s: %s", listen_path, strerror(errno));
 		return 1;
 	}
@@ -278,7 +289,7 @@ int main(int argc, char **argv)
 			kids[nkids++] = pid;
 	}
 	close(lfd);
-	unlink(listen_path);
+	unlink_own_socket(listen_path, own_sock.st_dev, own_sock.st_ino);
 	for (int i = 0; i < nkids; i++)
 		kill(kids[i], SIGTERM);
 	for (int i = 0; i < nkids; i++)

@@ -33,6 +33,7 @@
 #include "common/secret.h"
 #include "common/secret_store.h"
 #include "evaluator/runner/agent.h"
+#include "evaluator/runner/egress/egress.h"
 #include "tests/unit/lib/tmariadb.h"
 
 #define DBNAME "agenttest_llm"
@@ -312,6 +313,65 @@ static void test_turn_ledger_taken_once_and_charged(void **state)
 	assert_int_not_equal(access(path, F_OK), 0);
 	agent_llm_free(&l);
 	buf_free(&err);
+	char lock[170];   /* the proxy's lock file, which the take locks too */
+	snprintf(lock, sizeof lock, "%s.lock", path);
+	assert_int_equal(unlink(lock), 0);
+	assert_int_equal(rmdir(dir), 0);
+	assert_int_equal(rmdir(root), 0);
+}
+
+struct take_arg {
+	const char  *root;
+	int          rc;
+	json_object *u;
+};
+
+/* Thread body: agent_llm_take_ledger(a->root) into a. */
+static void *take_thread(void *p)
+{
+	struct take_arg *a = p;
+	struct buf err = BUF_INIT;
+	a->rc = agent_llm_take_ledger(a->root, &a->u, &err);
+	buf_free(&err);
+	return NULL;
+}
+
+/*
+ * The take holds the proxy's ledger lock: while a proxy child has the file
+ * locked (it read 100 input tokens and is adding a request's 50), the take
+ * waits, then takes what the child wrote back (150), and the file is gone.
+ * Without the lock the take would return 100 and the child's write-back
+ * would leave a file with the taken tokens in it, charged again later.
+ */
+static void test_turn_ledger_take_waits_for_the_proxy_lock(void **state)
+{
+	char root[96], dir[128], path[160], lock[170];
+	(void)state;
+	snprintf(root, sizeof root, "/tmp/agenttest-llm-ledger-lock-%ld", (long)getpid());
+	snprintf(dir, sizeof dir, "%s/llm", root);
+	snprintf(path, sizeof path, "%s/turn.json", dir);
+	snprintf(lock, sizeof lock, "%s.lock", path);
+	assert_int_equal(mkdir(root, 0700), 0);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	put_file(path, "{\"input\":100,\"output\":0,\"cache_write\":0,\"cache_read\":0,\"tokens\":100,"
+		       "\"requests\":1,\"usd\":0.0003,\"refused\":0,\"exhausted\":\"\"}\n");
+	int lk = egress_ledger_lock(path);
+	assert_true(lk >= 0);
+	struct take_arg a = { .root = root, .rc = 99, .u = NULL };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, take_thread, &a), 0);
+	usleep(300000);
+	put_file(path, "{\"input\":150,\"output\":0,\"cache_write\":0,\"cache_read\":0,\"tokens\":150,"
+		       "\"requests\":1,\"usd\":0.00045,\"refused\":0,\"exhausted\":\"\"}\n");
+	close(lk);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(a.rc, 1);
+	json_object *t;
+	assert_true(json_object_object_get_ex(a.u, "tokens", &t));
+	assert_int_equal(jint(t, "input"), 150);
+	assert_int_not_equal(access(path, F_OK), 0);
+	json_object_put(a.u);
+	assert_int_equal(unlink(lock), 0);
 	assert_int_equal(rmdir(dir), 0);
 	assert_int_equal(rmdir(root), 0);
 }
@@ -323,6 +383,7 @@ int main(void)
 		cmocka_unit_test(test_concurrent_charges_all_count_and_exhaust),
 		cmocka_unit_test(test_key_own_then_default_then_none),
 		cmocka_unit_test(test_turn_ledger_taken_once_and_charged),
+		cmocka_unit_test(test_turn_ledger_take_waits_for_the_proxy_lock),
 	};
 	if (mysql_library_init(0, NULL, NULL) != 0)
 		return 1;
