@@ -15,17 +15,22 @@
  * default 20), answers as soon as there are events (at most 200) or the
  * wait is over (a comment line only), with `retry: 1000`; the browser's
  * EventSource reconnects by itself and continues after the last id. A
- * worker is busy for at most the wait; nginx passes the location through
- * unbuffered (nginx/agenttest-site.conf.in).
+ * waiting stream holds a worker, so it is a wait like POST /runs's: it is
+ * registered under the same caps (RUNS_MAX_WAITS, RUNS_MAX_WAITS_PER_USER:
+ * run_wait.h) once the first read found nothing, and over a cap (or
+ * without the registry) it is answered at once, so open dashboards cannot
+ * take every worker (issue 11 item 6); the client then polls each second.
+ * nginx passes the location through unbuffered
+ * (nginx/agenttest-site.conf.in).
  */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "log.h"
 #include "fcgi/handlers/agents.h"
 #include "fcgi/handlers/handlers.h"
+#include "fcgi/handlers/run_wait.h"
 
 #define EV_BATCH   200
 #define EV_POLL_MS 250
@@ -95,6 +100,8 @@ void h_agents_events(struct fcgi_ctx *c)
 	struct buf *b = fcgi_body_buf(c);
 	struct ev_out o = { .c = c, .agent = a.id, .b = b, .last = after };
 	struct db_col col[] = { DB_COL_INT, ag_text_col(c, 40), ag_text_col(c, 65536) };
+	struct run_wait w = { .jw = { .fd = -1 } };
+	bool registered = false, refused = false;
 	long long until = ev_ms() + wait_s * 1000;
 	buf_puts(b, "retry: 1000\n\n");
 	for (;;) {
@@ -102,11 +109,13 @@ void h_agents_events(struct fcgi_ctx *c)
 		enum db_status st = db_exec(fcgi_db(c), "SELECT seq, type, data FROM agent_events WHERE agent_id = ? AND "
 					    "seq > ? ORDER BY seq LIMIT ?", k, 3, col, 3, ev_row, &o, NULL, DB_IDEMPOTENT);
 		if (st != DB_OK) {
+			run_wait_end(&w);
 			buf_reset(b);
 			fcgi_reply_db_error(c, st);
 			return;
 		}
 		if (o.failed) {
+			run_wait_end(&w);
 			buf_reset(b);
 			log_msg(LOG_LVL_ERROR, "cursor_encode_failed", "agent %s event %lld", a.id, o.last);
 			fcgi_reply_error(c, 500, "internal", "an event id could not be made");
@@ -114,8 +123,17 @@ void h_agents_events(struct fcgi_ctx *c)
 		}
 		if (o.n > 0 || ev_ms() >= until)
 			break;
-		usleep(EV_POLL_MS * 1000);
+		if (!registered) {   /* nothing yet: wait, if the caps leave room for one more waiter */
+			registered = true;
+			refused = !run_wait_admit(c, (double)wait_s, &w);
+			if (w.seconds <= 0)
+				break;
+		}
+		(void)jobwait_sleep(&w.jw, EV_POLL_MS);
 	}
+	run_wait_end(&w);
+	if (refused)
+		buf_puts(b, ": the pool's waits are all taken: answered at once\n\n");
 	if (o.n == 0)
 		buf_puts(b, ": no new events\n\n");
 	fcgi_add_header(c, "X-Accel-Buffering", "no");

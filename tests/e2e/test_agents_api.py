@@ -263,6 +263,35 @@ def test_events_stream(astack, owner, other):
     post(astack, f"/api/agents/{aid2}/delete", owner)
 
 
+def test_event_streams_count_as_waits(astack, owner):
+    """Issue 11 item 6: a quiet stream holds a worker, so it is a wait under
+    RUNS_MAX_WAITS (here 1: half of 2 workers) and RUNS_MAX_WAITS_PER_USER;
+    over a cap it is answered at once and the pool stays responsive."""
+    import concurrent.futures
+    import time
+    aid = create(astack, owner)
+    text = astack.get(f"/api/agents/{aid}/events?wait=1", token=owner).body.decode()
+    last = [l[4:] for l in text.splitlines() if l.startswith("id: ")][-1]
+    waiters = astack.var / "run" / "runners"
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as ex:
+        held = ex.submit(astack.get, f"/api/agents/{aid}/events?wait=6&after={last}", token=owner, timeout=20)
+        deadline = time.monotonic() + 5
+        while not list(waiters.glob("wait-*.sock")) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert list(waiters.glob("wait-*.sock")), "the first stream never registered its wait"
+        t0 = time.monotonic()
+        r = astack.get(f"/api/agents/{aid}/events?wait=6&after={last}", token=owner)
+        body = r.body.decode()
+        assert r.status == 200 and ": the pool's waits are all taken: answered at once" in body, body
+        assert "id: " not in body and time.monotonic() - t0 < 3.0
+        t0 = time.monotonic()
+        assert astack.get("/health", timeout=10).status == 200 and time.monotonic() - t0 < 3.0
+        r = held.result(timeout=20)
+        assert r.status == 200 and ": no new events" in r.body.decode() and "all taken" not in r.body.decode()
+    assert not list(waiters.glob("wait-*.sock"))   # the wait unregistered
+    post(astack, f"/api/agents/{aid}/delete", owner)
+
+
 def bundle(code=None, iterations=None, **cfg):
     config = {"challenge": "ETH-1H-BINARY", "goal": GOAL, "min_iterations": 1, "max_iterations": 3}
     config.update(cfg)
