@@ -40,6 +40,7 @@ enum cursor_kind {
 	CURSOR_RUNS        = 1,  /* GET /runs: runs.seq */
 	CURSOR_EVALUATIONS = 2,  /* GET /api/evaluations: evaluations.seq */
 	CURSOR_TRADES      = 3,  /* GET /runs/{id}/trades: fill offset */
+	CURSOR_AGENT_EVENTS = 4, /* GET /api/agents/{id}/events: agent_events.seq (SSE ids) */
 	CURSOR__MAX
 };
 

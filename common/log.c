@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "parse.h"
+#include "utf8.h"
 
 static enum log_level log_min = LOG_LVL_INFO;
 static const char *const log_names[LOG_LVL__MAX] = { "debug", "info", "warning", "error" };
@@ -66,17 +67,26 @@ void log_json_escape(struct buf *b, const char *s, size_t n)
 	static const char hex[] = "0123456789abcdef";
 	size_t run = 0;
 	buf_reserve(b, n);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n;) {
 		unsigned char c = (unsigned char)s[i];
-		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\')
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+			i++;
 			continue;
+		}
+		size_t len = c >= 0x80 ? utf8_seq_len(s + i, n - i) : 0;
+		if (len > 0) {   /* a well-formed character: kept as it is */
+			i += len;
+			continue;
+		}
 		buf_append(b, s + run, i - run);
-		run = i + 1;
+		run = ++i;
 		if (c == '"' || c == '\\') {
 			char esc[2] = { '\\', (char)c };
 			buf_append(b, esc, 2);
 		} else if (c == '\n') {
 			buf_append(b, "\\n", 2);
+		} else if (c >= 0x80) {   /* a byte that starts no character */
+			buf_append(b, "\\ufffd", 6);
 		} else {
 			char esc[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
 			buf_append(b, esc, 6);

@@ -43,9 +43,11 @@ void log_int(struct buf *b, const char *key, long long v);
 void log_end(struct buf *b);
 /* One-shot: a line with event and "msg" formatted printf-style. */
 void log_msg(enum log_level l, const char *event, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Append the n bytes of s to b as JSON string content (no quotes); bytes
- * outside printable ASCII are written as \u00XX so the line is always valid
- * JSON whatever the input. */
+/* Append the n bytes of s to b as JSON string content (no quotes):
+ * well-formed UTF-8 characters are kept as they are, control characters
+ * are written as \n or \u00XX and each byte that starts no well-formed
+ * character as \ufffd, so the line is always valid JSON (and UTF-8)
+ * whatever the input. */
 void log_json_escape(struct buf *b, const char *s, size_t n);
 /* Append the current UTC time as 2026-01-02T03:04:05.678Z. */
 void log_time(struct buf *b);

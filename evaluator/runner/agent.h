@@ -104,6 +104,15 @@ size_t agent_activity_clean(const char *in, size_t n, char *out, size_t cap);
  */
 int agent_proc_run(const struct agent_env *env, struct job_ctl *ctl, const char *request, struct buf *out,
 		   struct buf *err, bool *stopped, struct agent_activity *act);
+/*
+ * What a user may read of a failed harness's err (agent_proc_run's): the
+ * last non-empty line its stderr ended with (a traceback's exception line)
+ * and the runner's reason (exit status, signal), each absolute path in
+ * them replaced by <path>, cleaned like an activity line into out (cap
+ * bytes with the NUL). The rest of the tail shows server paths: it goes to
+ * the runner's log only. Returns the length.
+ */
+size_t agent_err_summary(const char *err, char *out, size_t cap);
 
 /*
  * Auto-resume: paused agents whose pause is older than

@@ -409,8 +409,14 @@ static void aj_execute(const struct jobq_slot *s, const struct jobq_lease *l, vo
 		o->status = JOB_COMPLETED;
 		a->res = res;
 	} else {
-		/* the trusted side failed (sandbox, harness): retried while attempts remain */
-		job_outcome_fail(o, "internal", "the iteration harness failed: %.2900s", buf_cstr(&err));
+		/* the trusted side failed (sandbox, harness): retried while attempts
+		 * remain. Its stderr names server paths: the operator's log has it
+		 * whole, the user the last line without paths. */
+		char line[1024];
+		log_msg(LOG_LVL_WARNING, "agent_harness_failed", "agent %s iteration %lld: %.3500s", a->agent_id, a->n,
+			buf_cstr(&err));
+		agent_err_summary(buf_cstr(&err), line, sizeof line);
+		job_outcome_fail(o, "internal", "the iteration harness failed: %s", line);
 		o->retry = true;
 		json_object_put(res);
 	}

@@ -230,3 +230,57 @@ out:
 	}
 	return rc;
 }
+
+/* Whether c may come just before an absolute path in a line of text. */
+static bool path_lead(char c)
+{
+	return c == ' ' || c == '"' || c == '\'' || c == '(' || c == '[' || c == '=' || c == ',' || c == ':';
+}
+
+/* Whether c ends a path started in a line of text. */
+static bool path_end(char c)
+{
+	return c == ' ' || c == '"' || c == '\'' || c == ')' || c == ']' || c == ',' || c == ':';
+}
+
+/* Append line[0..n) to b, each absolute path in it replaced by <path>. */
+static void put_without_paths(struct buf *b, const char *line, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		if (line[i] == '/' && i + 1 < n && !path_end(line[i + 1]) && (i == 0 || path_lead(line[i - 1]))) {
+			buf_puts(b, "<path>");
+			while (i < n && !path_end(line[i]))
+				i++;
+			continue;
+		}
+		buf_putc(b, line[i++]);
+	}
+}
+
+/* The user-facing line of a failed harness (agent.h). */
+size_t agent_err_summary(const char *tail, char *out, size_t cap)
+{
+	size_t n = strlen(tail), end = n;
+	const char *note = NULL;
+	/* agent_proc_run's own reason, " (harness ...)" or " (the harness ...)", ends the tail */
+	for (const char *p = tail; (p = strstr(p, " (")) != NULL; p++)
+		if (strncmp(p, " (harness ", 10) == 0 || strncmp(p, " (the harness ", 14) == 0)
+			note = p;
+	if (note && tail[n - 1] == ')')
+		end = (size_t)(note - tail);
+	else
+		note = NULL;
+	/* the last non-empty line of what the harness wrote */
+	while (end > 0 && (tail[end - 1] == '\n' || tail[end - 1] == '\r' || tail[end - 1] == ' '))
+		end--;
+	size_t start = end;
+	while (start > 0 && tail[start - 1] != '\n')
+		start--;
+	struct buf b = BUF_INIT;
+	put_without_paths(&b, tail + start, end - start);
+	if (note)
+		buf_puts(&b, b.len ? note : note + 1);
+	size_t len = agent_activity_clean(b.data ? b.data : "", b.len, out, cap);
+	buf_free(&b);
+	return len;
+}

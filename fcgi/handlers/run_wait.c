@@ -35,14 +35,21 @@ static long rw_cap(struct fcgi_ctx *c, const char *key, long def)
 	return end != v && *end == '\0' && n >= 0 && n <= RW_MAX_CAP ? n : def;
 }
 
-/* Register the wait (see run_wait.h). */
-bool run_wait_begin(struct fcgi_ctx *c, double seconds, struct run_wait *w)
+/* The caps (see run_wait.h). */
+static void rw_caps(struct fcgi_ctx *c, long *max_total, long *max_user)
 {
 	long workers = fcgi_ctx_app(c)->cfg->workers;
-	long max_total = rw_cap(c, "RUNS_MAX_WAITS", workers / 2);
-	long max_user = rw_cap(c, "RUNS_MAX_WAITS_PER_USER", RW_DEFAULT_PER_USER);
+	*max_total = rw_cap(c, "RUNS_MAX_WAITS", workers / 2);
+	*max_user = rw_cap(c, "RUNS_MAX_WAITS_PER_USER", RW_DEFAULT_PER_USER);
+}
+
+/* Register under the caps, without replying (see run_wait.h). */
+bool run_wait_admit(struct fcgi_ctx *c, double seconds, struct run_wait *w)
+{
+	long max_total, max_user;
 	long long uid = 0;
 
+	rw_caps(c, &max_total, &max_user);
 	w->jw.fd = -1;
 	w->jw.path[0] = '\0';
 	w->seconds = seconds;
@@ -59,6 +66,18 @@ bool run_wait_begin(struct fcgi_ctx *c, double seconds, struct run_wait *w)
 	case JOBWAIT_BUSY:
 		break;
 	}
+	w->seconds = 0;
+	return false;
+}
+
+/* Register the wait (see run_wait.h). */
+bool run_wait_begin(struct fcgi_ctx *c, double seconds, struct run_wait *w)
+{
+	long max_total, max_user;
+
+	if (run_wait_admit(c, seconds, w))
+		return true;
+	rw_caps(c, &max_total, &max_user);
 	fcgi_add_header(c, "Retry-After", "1");
 	fcgi_reply_error(c, 429, "rate_limited", "too many requests are waiting (at most %ld in all, %ld per "
 			 "user); retry, or send no wait and poll GET /runs/{id}", max_total, max_user);

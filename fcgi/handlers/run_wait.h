@@ -1,6 +1,7 @@
 /*
  * run_wait: the bounded `wait` of POST /runs, POST /runs/{id}/cancel and
- * POST /runs/{id}/verify (issue 11 item 6, issue 12). A wait is registered
+ * POST /runs/{id}/verify (issue 11 item 6, issue 12), also held by an
+ * agent's event stream (agents_events.c). A wait is registered
  * before anything is queued or changed, under two caps (RUNS_MAX_WAITS for
  * the pool, RUNS_MAX_WAITS_PER_USER per user); over a cap the request is
  * answered 429 `rate_limited` with Retry-After and nothing was done. An
@@ -28,6 +29,14 @@ struct run_wait {
  * at once, so a request can never hold a worker uncounted.
  */
 bool run_wait_begin(struct fcgi_ctx *c, double seconds, struct run_wait *w);
+
+/*
+ * The same registration under the same caps, for a wait that may as well
+ * not happen (GET /api/agents/{id}/events): false when over a cap, with
+ * nothing replied and w->seconds 0 (the caller answers at once). Call
+ * run_wait_end afterwards either way.
+ */
+bool run_wait_admit(struct fcgi_ctx *c, double seconds, struct run_wait *w);
 
 /*
  * Wait until run id is finished or w's time is over, then unregister.

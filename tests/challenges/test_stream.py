@@ -92,6 +92,19 @@ def test_each_challenge_end_to_end_equals_sdk(ds12, tmp_path, name):
     assert normalise(res) == normalise(sdk_result(ds12, name, code, "mantis", 4))
 
 
+def test_days_back_is_capped_to_the_dataset(ds2, tmp_path):
+    """Issue 11 item 8: days_back up to 3,650 sized the runner's buffers by
+    the request; it is capped to the dataset (2 days here): 3,650 days
+    stream and score exactly the whole dataset, and 1 day streams less."""
+    code = generic("ETH-1H-BINARY", ci=60)
+    rc1, whole = evaluate(ds2, "ETH-1H-BINARY", code, tmp_path, trusted=True)
+    rc2, huge = evaluate(ds2, "ETH-1H-BINARY", code, tmp_path, trusted=True, days_back=3650)
+    rc3, one = evaluate(ds2, "ETH-1H-BINARY", code, tmp_path, trusted=True, days_back=1)
+    assert rc1 == rc2 == rc3 == 0, (whole, huge, one)
+    assert huge["timing"]["steps"] == whole["timing"]["steps"] == 2 * 1440 - 120
+    assert normalise(huge) == normalise(whole)
+    assert one["timing"]["steps"] == 1440 - 120
+
 def test_strict_is_default_and_trusted_equals_confined(ds2, tmp_path):
     code = generic("ETH-1H-BINARY", ci=3)
     rc1, confined = evaluate(ds2, "ETH-1H-BINARY", code, tmp_path, holdout_days=1)

@@ -25,13 +25,14 @@ def vstack(stack_factory):
     s.stop()
 
 
-def events(s, tok, aid, after=0):
-    r = s.get(f"/api/agents/{aid}/events?wait=1&after={after}", token=tok)
+def events(s, tok, aid, after=None):
+    """The agent's events after event id `after` (an opaque cursor; None: from the first)."""
+    r = s.get(f"/api/agents/{aid}/events?wait=1" + (f"&after={after}" if after else ""), token=tok)
     assert r.status == 200 and r.content_type.startswith("text/event-stream"), r
     out, cur = [], {}
     for line in r.body.decode().splitlines():
         if line.startswith("id: "):
-            cur["id"] = int(line[4:])
+            cur["id"] = line[4:]
         elif line.startswith("event: "):
             cur["event"] = line[7:]
         elif line.startswith("data: "):
@@ -112,7 +113,8 @@ def test_activity_lines_live_in_detail_and_stream(vstack):
     assert "scoring iteration_1.py on the dev walk-forward windows and the sealed holdout (one stream)" in tail, tail
     assert any(x.endswith("; sealed holdout scored") for x in tail), tail
     # every line arrived before the iteration was scored
-    scored = [e["id"] for e in evs if e["event"] == "iteration_scored"]
-    assert scored and max(e["id"] for e in acts) < scored[0], evs
+    # (the stream is in event order; ids are opaque and do not compare)
+    scored = [i for i, e in enumerate(evs) if e["event"] == "iteration_scored"]
+    assert scored and max(i for i, e in enumerate(evs) if e["event"] == "activity") < scored[0], evs
     # the detail shows no stale lines once nothing is in flight
     assert d["activity"] is None

@@ -244,25 +244,65 @@ def test_every_route_is_the_owners_or_an_admins(astack, owner, other, admin):
     assert post(astack, f"/api/agents/{aid}/delete", admin).json() == {"status": "deleted"}
 
 
-def test_events_stream(astack, owner):
+def test_events_stream(astack, owner, other):
     aid = create(astack, owner)
     r = astack.get(f"/api/agents/{aid}/events?wait=1", token=owner)
     assert r.status == 200 and r.content_type.startswith("text/event-stream"), r
     text = r.body.decode()
     assert text.startswith("retry: 1000\n\n") and "event: status\n" in text
-    ids = [int(l[4:]) for l in text.splitlines() if l.startswith("id: ")]
+    ids = [l[4:] for l in text.splitlines() if l.startswith("id: ")]
     data = [json.loads(l[6:]) for l in text.splitlines() if l.startswith("data: ")]
     assert data[0] == {"status": "starting"}
+    # ids are opaque cursors (the global agent_events.seq is not shown)
+    assert all(len(i) == 66 and not i.isdigit() for i in ids), ids
     post(astack, f"/api/agents/{aid}/pause", owner)
-    r = astack.get(f"/api/agents/{aid}/events?wait=5", token=owner, headers={"Last-Event-ID": str(ids[-1])})
+    r = astack.get(f"/api/agents/{aid}/events?wait=5", token=owner, headers={"Last-Event-ID": ids[-1]})
     text = r.body.decode()
-    assert "event: status\n" in text and "event: paused\n" in text and f"id: {ids[-1]}\n" not in text
-    last = [int(l[4:]) for l in text.splitlines() if l.startswith("id: ")][-1]
+    assert "event: status\n" in text and "event: paused\n" in text and '"status":"starting"' not in text, text
+    last = [l[4:] for l in text.splitlines() if l.startswith("id: ")][-1]
     quiet = astack.get(f"/api/agents/{aid}/events?wait=1&after={last}", token=owner).body.decode()
     assert "id: " not in quiet and ": no new events" in quiet
     assert_error(astack.get(f"/api/agents/{aid}/events?wait=31", token=owner), 400, "invalid_field")
-    assert_error(astack.get(f"/api/agents/{aid}/events", token=owner, headers={"Last-Event-ID": "x"}), 400,
-                 "invalid_field")
+    # a number (the old raw seq), garbage, an altered id, or another agent's id
+    altered = last[:30] + ("A" if last[30] != "A" else "B") + last[31:]
+    for bad in ("0", "12", "x", altered):
+        assert_error(astack.get(f"/api/agents/{aid}/events?wait=1&after={bad}", token=owner), 400, "bad_cursor")
+        assert_error(astack.get(f"/api/agents/{aid}/events?wait=1", token=owner, headers={"Last-Event-ID": bad}),
+                     400, "bad_cursor")
+    aid2 = create(astack, owner)
+    assert_error(astack.get(f"/api/agents/{aid2}/events?wait=1&after={last}", token=owner), 400, "bad_cursor")
+    # another user cannot read the stream at all
+    assert astack.get(f"/api/agents/{aid}/events?wait=1", token=other).status == 404
+    post(astack, f"/api/agents/{aid}/delete", owner)
+    post(astack, f"/api/agents/{aid2}/delete", owner)
+
+
+def test_event_streams_count_as_waits(astack, owner):
+    """Issue 11 item 6: a quiet stream holds a worker, so it is a wait under
+    RUNS_MAX_WAITS (here 1: half of 2 workers) and RUNS_MAX_WAITS_PER_USER;
+    over a cap it is answered at once and the pool stays responsive."""
+    import concurrent.futures
+    import time
+    aid = create(astack, owner)
+    text = astack.get(f"/api/agents/{aid}/events?wait=1", token=owner).body.decode()
+    last = [l[4:] for l in text.splitlines() if l.startswith("id: ")][-1]
+    waiters = astack.var / "run" / "runners"
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as ex:
+        held = ex.submit(astack.get, f"/api/agents/{aid}/events?wait=6&after={last}", token=owner, timeout=20)
+        deadline = time.monotonic() + 5
+        while not list(waiters.glob("wait-*.sock")) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert list(waiters.glob("wait-*.sock")), "the first stream never registered its wait"
+        t0 = time.monotonic()
+        r = astack.get(f"/api/agents/{aid}/events?wait=6&after={last}", token=owner)
+        body = r.body.decode()
+        assert r.status == 200 and ": the pool's waits are all taken: answered at once" in body, body
+        assert "id: " not in body and time.monotonic() - t0 < 3.0
+        t0 = time.monotonic()
+        assert astack.get("/health", timeout=10).status == 200 and time.monotonic() - t0 < 3.0
+        r = held.result(timeout=20)
+        assert r.status == 200 and ": no new events" in r.body.decode() and "all taken" not in r.body.decode()
+    assert not list(waiters.glob("wait-*.sock"))   # the wait unregistered
     post(astack, f"/api/agents/{aid}/delete", owner)
 
 

@@ -140,8 +140,9 @@ def agent_procs(aid):
     return out
 
 
-def events(s, tok, aid, after=0):
-    r = s.get(f"/api/agents/{aid}/events?wait=1&after={after}", token=tok)
+def events(s, tok, aid, after=None):
+    """The agent's events after event id `after` (an opaque cursor; None: from the first)."""
+    r = s.get(f"/api/agents/{aid}/events?wait=1" + (f"&after={after}" if after else ""), token=tok)
     assert r.status == 200 and r.content_type.startswith("text/event-stream"), r
     out, cur = [], {}
     for line in r.body.decode().splitlines():

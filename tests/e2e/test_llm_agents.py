@@ -312,7 +312,7 @@ def test_live_activity_and_a_killed_harness_is_charged(lstack, tok, standin):
         assert lines[0] == "iteration 1: claude-code agent turn started (attempt 1 of 2)", lines
         assert lines.index("thought: Looking around first.") < lines.index("reading: STATE.md"), lines
         assert not any(x.startswith("turn ended") for x in lines), lines
-        r = lstack.get(f"/api/agents/{aid}/events?wait=1&after=0", token=tok)
+        r = lstack.get(f"/api/agents/{aid}/events?wait=1", token=tok)
         body = r.body.decode()
         assert r.status == 200 and "event: activity" in body and '"line":"reading: STATE.md"' in body, body[-3000:]
         # kill the harness (the egress proxy's parent) mid-turn; the held

@@ -113,6 +113,7 @@ static void test_foreign_cursors(void **state)
 	assert_int_equal(cursor_decode(key, CURSOR_RUNS, "u:70", text, &got), CURSOR_UNVERIFIED);
 	assert_int_equal(cursor_decode(key, CURSOR_EVALUATIONS, "u:7", text, &got), CURSOR_UNVERIFIED);
 	assert_int_equal(cursor_decode(key, CURSOR_TRADES, "u:7", text, &got), CURSOR_UNVERIFIED);
+	assert_int_equal(cursor_decode(key, CURSOR_AGENT_EVENTS, "u:7", text, &got), CURSOR_UNVERIFIED);
 	assert_int_equal(cursor_decode(other, CURSOR_RUNS, "u:7", text, &got), CURSOR_UNVERIFIED);
 	assert_true(got == -1);
 }

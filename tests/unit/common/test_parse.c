@@ -80,7 +80,13 @@ static void test_json_escape(void **state)
 {
 	struct buf b = BUF_INIT;
 	log_json_escape(&b, "a\"b\\c\nd\x01\xc3\xa9", 10);
-	assert_string_equal(buf_cstr(&b), "a\\\"b\\\\c\\nd\\u0001\\u00c3\\u00a9");
+	assert_string_equal(buf_cstr(&b), "a\\\"b\\\\c\\nd\\u0001\xc3\xa9");   /* é kept */
+	buf_reset(&b);
+	/* a stray continuation byte, an overlong '/', a cut-short 3-byte
+	 * character and a surrogate each become U+FFFD; DEL is escaped; a
+	 * 4-byte character is kept */
+	log_json_escape(&b, "\x80x\xc0\xafy\xe2\x82\x7f\xed\xa0\x80\xf0\x9f\x98\x80", 15);
+	assert_string_equal(buf_cstr(&b), "\\ufffdx\\ufffd\\ufffdy\\ufffd\\ufffd\\u007f\\ufffd\\ufffd\\ufffd\xf0\x9f\x98\x80");
 	buf_reset(&b);
 	buf_put_u64(&b, 0);
 	buf_putc(&b, ' ');

@@ -84,6 +84,35 @@ static void test_failure_keeps_status_and_stderr(void **state)
 	buf_free(&err);
 }
 
+/* What a user reads of a failed harness: its last line and the reason, no server path. */
+static void test_failure_summary_hides_paths(void **state)
+{
+	struct agent_env env;
+	struct buf out = BUF_INIT, err = BUF_INIT;
+	bool stopped;
+	char line[256];
+	(void)state;
+	stand_in(&env, "echo 'Traceback (most recent call last):' >&2; "
+		       "echo '  File \"/srv/checkout/evaluator/runner/agentloop/job.py\", line 3, in main' >&2; "
+		       "echo \"FileNotFoundError: [Errno 2] No such file: '/srv/data/x.json' (see /srv/a)\" >&2; exit 4");
+	struct job_ctl *ctl = job_ctl_new();
+	assert_int_equal(agent_proc_run(&env, ctl, "{}", &out, &err, &stopped, NULL), -1);
+	assert_non_null(strstr(buf_cstr(&err), "/srv/checkout"));   /* the whole tail, for the log */
+	agent_err_summary(buf_cstr(&err), line, sizeof line);
+	assert_string_equal(line, "FileNotFoundError: [Errno 2] No such file: '<path>' (see <path>) (harness exit status 4)");
+	job_ctl_free(ctl);
+	unlink(script);
+	/* no stderr at all: the reason alone; a path at the start of a line; a cut */
+	agent_err_summary(" (harness killed by signal 9)", line, sizeof line);
+	assert_string_equal(line, "(harness killed by signal 9)");
+	agent_err_summary("x\n/usr/lib/python3/a.py: bad\n\n", line, sizeof line);
+	assert_string_equal(line, "<path>: bad");
+	agent_err_summary("pipe: Too many open files", line, 8);
+	assert_string_equal(line, "pipe: T");
+	buf_free(&out);
+	buf_free(&err);
+}
+
 static void test_cancel_stops_the_group(void **state)
 {
 	struct agent_env env;
@@ -161,6 +190,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip_and_environment),
 		cmocka_unit_test(test_failure_keeps_status_and_stderr),
+		cmocka_unit_test(test_failure_summary_hides_paths),
 		cmocka_unit_test(test_cancel_stops_the_group),
 		cmocka_unit_test(test_activity_lines_on_fd3),
 		cmocka_unit_test(test_activity_cap_and_clean),
