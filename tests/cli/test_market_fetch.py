@@ -5,6 +5,7 @@ gaps are recorded, not filled; the still-open candle is never stored; a
 refresh adds only the new candles; a fetch killed mid-way leaves no version."""
 import json
 import os
+import pty
 import signal
 import subprocess
 import sys
@@ -168,6 +169,39 @@ def test_killed_fetch_leaves_no_version(standin_factory, tmp_path):
     # and the next fetch completes
     out = fetch(s, tmp_path, "--days-back", "3", "--assets", ASSETS, "--no-pace")
     assert all(out["quality"][a]["rows"] == out["bars"] for a in ASSETS.split(","))
+
+
+def test_progress_bar_on_a_terminal_only(standin_factory, tmp_path):
+    """stderr a terminal: a bar redrawn with \\r, assets done and candles
+    fetched, ending full on the last asset; stderr a pipe: no bar at all."""
+    s = standin_factory()
+    env = dict(os.environ, BINANCE_API_URL=s.url, AGENTTEST_CONFIG="/dev/null")
+    env.pop("MANTIS_DATA_DIR", None)
+    master, slave = pty.openpty()
+    p = subprocess.Popen([BIN, "data", "fetch", "--data-dir", str(tmp_path / "tty"), "--days-back", "2",
+                          "--assets", ASSETS, "--no-pace", "--parallel", "1"],
+                         env=env, stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    out, _ = p.communicate(timeout=120)
+    got = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the terminal's other side is closed and drained
+            break
+        if not chunk:
+            break
+        got += chunk
+    os.close(master)
+    assert p.returncode == 0, got
+    o = json.loads(out)
+    frames = [f for f in got.decode().replace("\r\n", "\n").split("\r") if f.strip()]
+    assert len(frames) >= 4, frames  # redrawn page after page, not once at the end
+    done = [int(f.split("] ")[1].split("/")[0]) for f in frames]
+    assert done == sorted(done) and done[0] < 3
+    assert frames[-1].strip() == "[%s] 3/3 assets, %d candles" % ("#" * 30, 3 * o["bars"]), frames[-1]
+    r = fetch(s, tmp_path / "pipe", "--days-back", "2", "--assets", ASSETS, "--no-pace", check=False)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
 
 
 CG_STANDIN = os.path.join(ROOT, "tests", "lib", "coinglass_standin.py")
