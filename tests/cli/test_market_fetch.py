@@ -155,6 +155,28 @@ def test_refresh_adds_only_new_candles(standin_factory, tmp_path):
         assert new["quality"][a]["rows"] == new["bars"]
 
 
+def test_refresh_refuses_an_overlap_that_differs_from_the_stored_candles(standin_factory, tmp_path):
+    """The refresh re-fetches the last stored minutes: a candle there that the
+    stored version lacks (upstream history changed) fails the refresh loudly,
+    naming the asset and minute, and leaves the label and versions alone."""
+    first_si = standin_factory("--lag-minutes", "30")
+    now = int(time.time() * 1000)
+    urllib.request.urlopen(urllib.request.Request(
+        first_si.url + "/admin/gap?symbol=BTCUSDT&from=%d&to=%d" % (now - 35 * 60000, now - 33 * 60000),
+        method="POST"))
+    first = fetch(first_si, tmp_path, "--days-back", "1", "--assets", "BTC,ETH", "--no-pace")
+    assert first["quality"]["BTC"]["n_gaps"] == 1 and first["quality"]["ETH"]["n_gaps"] == 0
+    other = standin_factory("--lag-minutes", "30")  # the same candles, without the gap
+    r = fetch(other, tmp_path, "--refresh", "--window", "binance-1m-1d", "--no-pace", check=False)
+    assert r.returncode == 1 and r.stdout == "", r.stdout
+    err = json.loads(r.stderr)
+    assert err["code"] == "upstream_mismatch", err
+    assert err["detail"].startswith("BTC: the candle at ") and "differs" in err["detail"], err
+    assert os.readlink(tmp_path / "binance-1m-1d") == "versions/" + first["dataset_hash"]
+    assert sorted(e for e in os.listdir(tmp_path / "versions") if not e.startswith(".")) == \
+        sorted([first["dataset_hash"], first["dataset_hash"] + ".quality.json"])
+
+
 def test_killed_fetch_leaves_no_version(standin_factory, tmp_path):
     s = standin_factory("--faults", "slow,slow,slow,slow,slow,slow", "--slow-s", "0.5")
     env = dict(os.environ, BINANCE_API_URL=s.url, AGENTTEST_CONFIG="/dev/null")
