@@ -177,6 +177,23 @@ def test_refresh_refuses_an_overlap_that_differs_from_the_stored_candles(standin
         sorted([first["dataset_hash"], first["dataset_hash"] + ".quality.json"])
 
 
+def test_pacing_connection_reuse_and_parallel_assets(standin_factory, tmp_path):
+    """Paced: 50 ms at least between one asset's pages; one connection per
+    worker, reused page after page; --parallel N fetches N assets at once."""
+    s = standin_factory()
+    out = fetch(s, tmp_path / "paced", "--days-back", "3", "--assets", ASSETS, "--parallel", "1")
+    pages = s.stats()["pages"]
+    assert len(pages) >= 3 * 5 and len({port for _, port, _ in pages}) == 1, pages  # one keep-alive connection
+    for a in ASSETS.split(","):
+        times = [t for sym, _, t in pages if sym == a + "USDT"]
+        assert len(times) >= 5 and min(b - t for t, b in zip(times, times[1:])) >= 0.045, (a, times)
+    assert all(out["quality"][a]["rows"] == out["bars"] for a in ASSETS.split(","))
+    par = standin_factory("--faults", "slow,slow,slow", "--slow-s", "0.4")
+    fetch(par, tmp_path / "parallel", "--days-back", "3", "--assets", ASSETS, "--parallel", "3", "--no-pace")
+    st = par.stats()
+    assert st["max_in_flight"] == 3 and len({port for _, port, _ in st["pages"]}) == 3, st["max_in_flight"]
+
+
 def test_killed_fetch_leaves_no_version(standin_factory, tmp_path):
     s = standin_factory("--faults", "slow,slow,slow,slow,slow,slow", "--slow-s", "0.5")
     env = dict(os.environ, BINANCE_API_URL=s.url, AGENTTEST_CONFIG="/dev/null")
