@@ -194,6 +194,20 @@ def test_pacing_connection_reuse_and_parallel_assets(standin_factory, tmp_path):
     assert st["max_in_flight"] == 3 and len({port for _, port, _ in st["pages"]}) == 3, st["max_in_flight"]
 
 
+def test_interval_option(standin_factory, tmp_path):
+    """--interval 5m: 5-minute candles on a 5-minute grid, labelled
+    binance-5m-<days>d; an interval Binance lacks is a usage error."""
+    s = standin_factory()
+    out = fetch(s, tmp_path, "--days-back", "1", "--assets", "BTC", "--interval", "5m", "--no-pace")
+    assert out["window"] == "binance-5m-1d" and 287 <= out["bars"] <= 288, out
+    ts = np.fromfile(os.path.join(out["path"], "ts.i64"), dtype="<i8")
+    assert len(ts) == out["bars"] and (np.diff(ts) == 300000).all() and (ts % 300000 == 0).all()
+    assert out["quality"]["BTC"]["rows"] == out["quality"]["BTC"]["expected"] == out["bars"]
+    assert all(sym == "BTCUSDT" for sym, _, _ in s.stats()["pages"])
+    r = fetch(s, tmp_path, "--days-back", "1", "--assets", "BTC", "--interval", "7m", check=False)
+    assert r.returncode == 2 and json.loads(r.stderr)["code"] == "bad_request", r.stderr
+
+
 def test_killed_fetch_leaves_no_version(standin_factory, tmp_path):
     s = standin_factory("--faults", "slow,slow,slow,slow,slow,slow", "--slow-s", "0.5")
     env = dict(os.environ, BINANCE_API_URL=s.url, AGENTTEST_CONFIG="/dev/null")
