@@ -101,6 +101,20 @@ def test_persistent_failure_fails_loudly(standin_factory, tmp_path, status, code
     assert not vd.exists() or [e for e in os.listdir(vd) if not e.startswith(".")] == []
 
 
+def test_empty_pages_after_a_full_one_fail_loudly(standin_factory, tmp_path):
+    """A full page of 1000, then only empty pages (every retry): the server
+    had more, so the fetch fails naming the asset and range instead of
+    keeping the first 1000 candles of a 1440-candle day."""
+    s = standin_factory("--faults", ",".join(["empty"] * 7), "--fault-after", "1")
+    r = fetch(s, tmp_path, "--days-back", "1", "--assets", "BTC", check=False)
+    assert r.returncode == 1 and r.stdout == "", r.stdout
+    err = json.loads(r.stderr)
+    assert err["code"] == "fetch_failed" and err["detail"].startswith("BTC: fetching "), err
+    assert "empty pages right after a full one" in err["detail"], err
+    assert s.stats()["faults_served"] == ["empty"] * 6  # the page and its 5 retries
+    assert not (tmp_path / "binance-1m-1d").exists()
+
+
 def test_gap_recorded_not_filled_and_no_open_candle(standin_factory, tmp_path):
     s = standin_factory("--gap-symbol", "ETHUSDT")
     out = fetch(s, tmp_path, "--days-back", "2", "--assets", "BTC,ETH")
