@@ -5,6 +5,7 @@ gaps are recorded, not filled; the still-open candle is never stored; a
 refresh adds only the new candles; a fetch killed mid-way leaves no version."""
 import json
 import os
+import pty
 import signal
 import subprocess
 import sys
@@ -100,6 +101,20 @@ def test_persistent_failure_fails_loudly(standin_factory, tmp_path, status, code
     assert not vd.exists() or [e for e in os.listdir(vd) if not e.startswith(".")] == []
 
 
+def test_empty_pages_after_a_full_one_fail_loudly(standin_factory, tmp_path):
+    """A full page of 1000, then only empty pages (every retry): the server
+    had more, so the fetch fails naming the asset and range instead of
+    keeping the first 1000 candles of a 1440-candle day."""
+    s = standin_factory("--faults", ",".join(["empty"] * 7), "--fault-after", "1")
+    r = fetch(s, tmp_path, "--days-back", "1", "--assets", "BTC", check=False)
+    assert r.returncode == 1 and r.stdout == "", r.stdout
+    err = json.loads(r.stderr)
+    assert err["code"] == "fetch_failed" and err["detail"].startswith("BTC: fetching "), err
+    assert "empty pages right after a full one" in err["detail"], err
+    assert s.stats()["faults_served"] == ["empty"] * 6  # the page and its 5 retries
+    assert not (tmp_path / "binance-1m-1d").exists()
+
+
 def test_gap_recorded_not_filled_and_no_open_candle(standin_factory, tmp_path):
     s = standin_factory("--gap-symbol", "ETHUSDT")
     out = fetch(s, tmp_path, "--days-back", "2", "--assets", "BTC,ETH")
@@ -154,6 +169,59 @@ def test_refresh_adds_only_new_candles(standin_factory, tmp_path):
         assert new["quality"][a]["rows"] == new["bars"]
 
 
+def test_refresh_refuses_an_overlap_that_differs_from_the_stored_candles(standin_factory, tmp_path):
+    """The refresh re-fetches the last stored minutes: a candle there that the
+    stored version lacks (upstream history changed) fails the refresh loudly,
+    naming the asset and minute, and leaves the label and versions alone."""
+    first_si = standin_factory("--lag-minutes", "30")
+    now = int(time.time() * 1000)
+    urllib.request.urlopen(urllib.request.Request(
+        first_si.url + "/admin/gap?symbol=BTCUSDT&from=%d&to=%d" % (now - 35 * 60000, now - 33 * 60000),
+        method="POST"))
+    first = fetch(first_si, tmp_path, "--days-back", "1", "--assets", "BTC,ETH", "--no-pace")
+    assert first["quality"]["BTC"]["n_gaps"] == 1 and first["quality"]["ETH"]["n_gaps"] == 0
+    other = standin_factory("--lag-minutes", "30")  # the same candles, without the gap
+    r = fetch(other, tmp_path, "--refresh", "--window", "binance-1m-1d", "--no-pace", check=False)
+    assert r.returncode == 1 and r.stdout == "", r.stdout
+    err = json.loads(r.stderr)
+    assert err["code"] == "upstream_mismatch", err
+    assert err["detail"].startswith("BTC: the candle at ") and "differs" in err["detail"], err
+    assert os.readlink(tmp_path / "binance-1m-1d") == "versions/" + first["dataset_hash"]
+    assert sorted(e for e in os.listdir(tmp_path / "versions") if not e.startswith(".")) == \
+        sorted([first["dataset_hash"], first["dataset_hash"] + ".quality.json"])
+
+
+def test_pacing_connection_reuse_and_parallel_assets(standin_factory, tmp_path):
+    """Paced: 50 ms at least between one asset's pages; one connection per
+    worker, reused page after page; --parallel N fetches N assets at once."""
+    s = standin_factory()
+    out = fetch(s, tmp_path / "paced", "--days-back", "3", "--assets", ASSETS, "--parallel", "1")
+    pages = s.stats()["pages"]
+    assert len(pages) >= 3 * 5 and len({port for _, port, _ in pages}) == 1, pages  # one keep-alive connection
+    for a in ASSETS.split(","):
+        times = [t for sym, _, t in pages if sym == a + "USDT"]
+        assert len(times) >= 5 and min(b - t for t, b in zip(times, times[1:])) >= 0.045, (a, times)
+    assert all(out["quality"][a]["rows"] == out["bars"] for a in ASSETS.split(","))
+    par = standin_factory("--faults", "slow,slow,slow", "--slow-s", "0.4")
+    fetch(par, tmp_path / "parallel", "--days-back", "3", "--assets", ASSETS, "--parallel", "3", "--no-pace")
+    st = par.stats()
+    assert st["max_in_flight"] == 3 and len({port for _, port, _ in st["pages"]}) == 3, st["max_in_flight"]
+
+
+def test_interval_option(standin_factory, tmp_path):
+    """--interval 5m: 5-minute candles on a 5-minute grid, labelled
+    binance-5m-<days>d; an interval Binance lacks is a usage error."""
+    s = standin_factory()
+    out = fetch(s, tmp_path, "--days-back", "1", "--assets", "BTC", "--interval", "5m", "--no-pace")
+    assert out["window"] == "binance-5m-1d" and 287 <= out["bars"] <= 288, out
+    ts = np.fromfile(os.path.join(out["path"], "ts.i64"), dtype="<i8")
+    assert len(ts) == out["bars"] and (np.diff(ts) == 300000).all() and (ts % 300000 == 0).all()
+    assert out["quality"]["BTC"]["rows"] == out["quality"]["BTC"]["expected"] == out["bars"]
+    assert all(sym == "BTCUSDT" for sym, _, _ in s.stats()["pages"])
+    r = fetch(s, tmp_path, "--days-back", "1", "--assets", "BTC", "--interval", "7m", check=False)
+    assert r.returncode == 2 and json.loads(r.stderr)["code"] == "bad_request", r.stderr
+
+
 def test_killed_fetch_leaves_no_version(standin_factory, tmp_path):
     s = standin_factory("--faults", "slow,slow,slow,slow,slow,slow", "--slow-s", "0.5")
     env = dict(os.environ, BINANCE_API_URL=s.url, AGENTTEST_CONFIG="/dev/null")
@@ -168,6 +236,39 @@ def test_killed_fetch_leaves_no_version(standin_factory, tmp_path):
     # and the next fetch completes
     out = fetch(s, tmp_path, "--days-back", "3", "--assets", ASSETS, "--no-pace")
     assert all(out["quality"][a]["rows"] == out["bars"] for a in ASSETS.split(","))
+
+
+def test_progress_bar_on_a_terminal_only(standin_factory, tmp_path):
+    """stderr a terminal: a bar redrawn with \\r, assets done and candles
+    fetched, ending full on the last asset; stderr a pipe: no bar at all."""
+    s = standin_factory()
+    env = dict(os.environ, BINANCE_API_URL=s.url, AGENTTEST_CONFIG="/dev/null")
+    env.pop("MANTIS_DATA_DIR", None)
+    master, slave = pty.openpty()
+    p = subprocess.Popen([BIN, "data", "fetch", "--data-dir", str(tmp_path / "tty"), "--days-back", "2",
+                          "--assets", ASSETS, "--no-pace", "--parallel", "1"],
+                         env=env, stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    out, _ = p.communicate(timeout=120)
+    got = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the terminal's other side is closed and drained
+            break
+        if not chunk:
+            break
+        got += chunk
+    os.close(master)
+    assert p.returncode == 0, got
+    o = json.loads(out)
+    frames = [f for f in got.decode().replace("\r\n", "\n").split("\r") if f.strip()]
+    assert len(frames) >= 4, frames  # redrawn page after page, not once at the end
+    done = [int(f.split("] ")[1].split("/")[0]) for f in frames]
+    assert done == sorted(done) and done[0] < 3
+    assert frames[-1].strip() == "[%s] 3/3 assets, %d candles" % ("#" * 30, 3 * o["bars"]), frames[-1]
+    r = fetch(s, tmp_path / "pipe", "--days-back", "2", "--assets", ASSETS, "--no-pace", check=False)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
 
 
 CG_STANDIN = os.path.join(ROOT, "tests", "lib", "coinglass_standin.py")

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from runs_helpers import BUY_AND_HOLD, Api
+from runs_helpers import BUY_AND_HOLD, REMOTE, Api
 from test_challenges import MOMENTUM, wait_done
 from test_runner_recovery import start_runner
 
@@ -186,6 +186,25 @@ def test_prefetch_validation_and_access(prefetch_stack):
     assert user.post("/api/data-cache/prefetch", {}).status == 403
     assert user.post("/api/data-cache/delete", {"days_back": 60}).status == 403
     assert user.get("/api/data-cache/status?days_back=7").status == 400
+
+
+DATA_CACHE_ROUTES = [("GET", "/api/data-cache", None), ("POST", "/api/data-cache/prefetch", {"days_back": 60}),
+                     ("GET", "/api/data-cache/status", None), ("POST", "/api/data-cache/delete", {"days_back": 60}),
+                     ("GET", "/api/coinglass-key", None), ("POST", "/api/coinglass-key", {"key": "k0123456789"}),
+                     ("DELETE", "/api/coinglass-key", None)]
+
+
+@pytest.mark.parametrize("method,path,body", DATA_CACHE_ROUTES)
+def test_data_cache_routes_need_a_credential(prefetch_stack, method, path, body):
+    """Every data-cache and coinglass-key route: no credential or a bad token
+    from a remote address is 401 and changes nothing."""
+    stack = prefetch_stack[0]
+    user = Api(stack, stack.create_token(role="user"))
+    before = user.get("/api/data-cache/status").json(), user.get("/api/coinglass-key").json()
+    for token in (None, "x" * 43):
+        r = stack.request(method, path, json_body=body, token=token, source=REMOTE)
+        assert r.status == 401 and r.json()["code"] == "unauthorized", (token, r)
+    assert (user.get("/api/data-cache/status").json(), user.get("/api/coinglass-key").json()) == before
 
 
 def test_delete_refuses_pinned_versions_and_running_prefetches(prefetch_stack):

@@ -6,6 +6,8 @@ import shutil
 import signal
 import subprocess
 
+import pytest
+
 from conftest import REPO, Stack
 
 
@@ -162,6 +164,34 @@ def test_install_renders_a_valid_production_site(tmp_path):
     assert r.returncode == 0, r.stderr
     assert site.read_text().endswith("# edited\n")
     assert (site.parent / "agenttest.conf.new").exists()
+
+
+def test_install_renders_valid_prefetch_timer_and_service(tmp_path):
+    """The hourly market-data refresh (docs/market-data.md): install-data.sh
+    installs agenttest-prefetch.{service,timer} next to the runner, and
+    systemd itself accepts both (systemd-analyze verify: the timer's
+    calendar, its unit, the service's ExecStart an executable)."""
+    if not shutil.which("systemd-analyze"):
+        pytest.skip("systemd-analyze is not installed")
+    dest, prefix = tmp_path / "dest", tmp_path / "prefix"
+    bindir = dest / str(prefix).lstrip("/") / "bin"
+    bindir.mkdir(parents=True)
+    for b in ("agenttest", "agenttest-runner"):
+        shutil.copy2(REPO / "bin" / b, bindir / b)
+    r = subprocess.run([str(REPO / "scripts" / "install-data.sh"), str(dest), str(prefix)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    prefix.symlink_to(dest / str(prefix).lstrip("/"))  # the unit's paths resolve as after a real install
+    units = prefix / "lib" / "systemd" / "system"
+    service = (units / "agenttest-prefetch.service").read_text()
+    assert "ExecStart=%s/bin/agenttest data prefetch\n" % prefix in service
+    assert "@" not in service
+    timer = (units / "agenttest-prefetch.timer").read_text()
+    assert "Unit=agenttest-prefetch.service\n" in timer and "OnCalendar=" in timer
+    r = subprocess.run(["systemd-analyze", "verify", "--man=no", str(units / "agenttest-prefetch.timer"),
+                        str(units / "agenttest-prefetch.service")],
+                       cwd=str(units), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "prefetch" not in r.stderr, r.stderr
 
 
 def test_renderer_refuses_directive_injection(tmp_path):

@@ -21,7 +21,8 @@ fetches of a long window short).
 POST /admin/lag?minutes=L changes it. POST /admin/faults?list=a,b queues
 more faults (served to the next klines requests). POST
 /admin/gap?symbol=SYM&from=MS&to=MS: SYM has no candle with an open time in
-[from, to] (a gap on demand, for paper trading). GET /admin/stats: counts.
+[from, to] (a gap on demand, for paper trading). GET /admin/stats: counts, each klines request's
+[symbol, client port, arrival time] and the most served at once.
 Prints the port on stdout, then serves until killed.
 """
 import argparse
@@ -57,7 +58,11 @@ class State:
         self.lag_ms = args.lag_minutes * 60000
         self.gaps = []   # (symbol, from_ms, to_ms) of POST /admin/gap
         self.lock = threading.Lock()
-        self.stats = {"klines": 0, "ping": 0, "faults_served": [], "statuses": {}}
+        self.in_flight = 0
+        # pages: [symbol, client port, arrival time] of every klines request (connection
+        # reuse, pacing); max_in_flight: most klines requests served at once (parallelism)
+        self.stats = {"klines": 0, "ping": 0, "faults_served": [], "statuses": {}, "pages": [],
+                      "max_in_flight": 0}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -114,6 +119,18 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(200, body)
         if u.path != "/api/v3/klines":
             return self.reply(404, '{"code":-1,"msg":"not found"}')
+        with st.lock:
+            st.in_flight += 1
+            st.stats["max_in_flight"] = max(st.stats["max_in_flight"], st.in_flight)
+            st.stats["pages"].append([parse_qs(u.query).get("symbol", [""])[0], self.client_address[1], time.time()])
+        try:
+            return self.klines(u, st)
+        finally:
+            with st.lock:
+                st.in_flight -= 1
+
+    def klines(self, u, st):
+        """Answer one GET /api/v3/klines (faults first)."""
         with st.lock:
             st.stats["klines"] += 1
             n = st.stats["klines"]

@@ -9,7 +9,9 @@
  * by the rules of market.h; when an asset fails for good it records the
  * error (first one wins) and every worker stops at its next page. The
  * window's end is reached when a page ends at or after end_ms, or when a
- * page is empty for every retry (the server has nothing more). Memory:
+ * page is empty for every retry (the server has nothing more), unless the
+ * page before it was full: then the server had more, and the asset fails
+ * rather than keep a short series. Memory:
  * one response buffer per worker plus the series.
  */
 #include "evaluator/runner/market/curl_util.h"
@@ -264,6 +266,7 @@ static int mk_asset(struct mk_job *j, CURL *h, struct buf *b, size_t i)
 	struct kl_series *s = &j->out[i];
 	int64_t ival = mk_interval_ms(r->interval), from = r->start_ms;
 	int n429 = 0, nretry = 0;
+	size_t prev_rows = 0; /* rows of the last page that had any */
 	char url[1024], why[512] = "", msg[512];
 	/* the window's candle count up front: pages append without moving the series */
 	uint64_t want = ival > 0 ? (uint64_t)(r->end_ms - from) / (uint64_t)ival + 1 : 0;
@@ -330,9 +333,18 @@ static int mk_asset(struct mk_job *j, CURL *h, struct buf *b, size_t i)
 			mk_fail(j, MK_ERR_HTTP, msg);
 			return -1;
 		}
+		if (rows == 0 && prev_rows == MK_PAGE && from + ival <= r->end_ms) {
+			/* a full page says the server had candles up to its end, yet
+			 * every retry of the next one was empty: a short series otherwise */
+			snprintf(msg, sizeof msg, "%.32s: fetching %lld..%lld failed after %d attempts: empty pages right "
+				 "after a full one", r->assets[i], (long long)from, (long long)r->end_ms, nretry + 1);
+			mk_fail(j, MK_ERR_HTTP, msg);
+			return -1;
+		}
 		nretry = 0;
 		if (rows == 0 || last_close + 1 <= from)
 			break; /* nothing more from the server in the window */
+		prev_rows = rows;
 		from = last_close + 1;
 		if (from <= r->end_ms && r->pace_ms > 0 && mk_nap(r->cancelled, r->ud, r->pace_ms))
 			return mk_stopping(j), -1;

@@ -23,7 +23,9 @@
  * (else rate_wait_ms) and give up after max_429 in a row; 5xx, timeouts,
  * connection errors, answers that are not a JSON list and an empty page
  * before the end of the window are retried with exponential backoff up to
- * max_retries times; any other status fails at once. The still-open candle
+ * max_retries times; any other status fails at once. An empty page after
+ * every retry ends the asset's series, except right after a full page of
+ * 1000 (the server had more): that fails the fetch. The still-open candle
  * is never stored.
  */
 #ifndef AGENTTEST_RUNNER_MARKET_H
