@@ -19,7 +19,8 @@
 /*
  * Lock label's rule row (if any) for the caller's transaction. Everything
  * that writes the label's paper accounts or proposals takes it first (the
- * paper job's commit, an approval), so they never wait on each other in
+ * paper job's commit, a prefetch's commit moving the label, a promotion,
+ * an approval), so they never wait on each other in
  * opposite orders. 0, or -1 with err.
  */
 int updater_lock(struct db *db, const char *label, struct buf *err);

@@ -39,11 +39,13 @@
 #include "db.h"
 #include "paper_queue.h"
 #include "dsretire.h"
+#include "updater.h"
 #include "log.h"
 #include "secret.h"
 #include "secret_store.h"
 #include "xalloc.h"
 #include "evaluator/dataset.h"
+#include "evaluator/engine.h"
 #include "evaluator/runner/jobq.h"
 #include "evaluator/runner/jobs.h"
 #include "evaluator/runner/market/market.h"
@@ -443,6 +445,10 @@ static int pf_commit(struct db *db, const struct jobq_lease *l, void *job, const
 	bool found = false;
 	if (o->status != JOB_COMPLETED)
 		return 0;
+	/* the window's updater rule first, the order paper steps and promotions lock in
+	 * (common/updater.h): the discovery below runs under it */
+	if (updater_lock(db, p->window, err) != 0)
+		return -1;
 	pf_assets_json(p);
 	struct db_arg ins[] = { DB_ARG_TEXT(p->v.label), DB_ARG_TEXT(p->v.hash), DB_ARG_TEXT(p->v.path),
 				DB_ARG_TEXT(p->assets_json), DB_ARG_INT(mk_interval_ms(p->interval)),
@@ -468,6 +474,9 @@ static int pf_commit(struct db *db, const struct jobq_lease *l, void *job, const
 			buf_printf(err, "database: %s", db_error(db));
 			return -1;
 		}
+		/* the rule's candidates (sql/026), also for a label with no account to step yet */
+		if (updater_discover(db, p->window, ENGINE_DEFAULT_FEE_BPS, ENGINE_DEFAULT_MAX_LEVERAGE, err) < 0)
+			return -1;
 		/* forward scores (issue 18): the version joins its window's history, and the
 		 * window's evaluations and agent iterations are scored on it */
 		struct db_arg wv[] = { DB_ARG_TEXT(p->window), DB_ARG_TEXT(p->v.label) };

@@ -4,8 +4,9 @@
  * worker restarts). Admin callers, or loopback clients (a local scraper)
  * even when authentication is required. Then, read from MariaDB, the paper
  * accounts of the promoted defaults (docs/paper-trading.md): best effort, a
- * database failure leaves them out rather than failing the scrape; and
- * the default-strategy updater's decision counters.
+ * database failure leaves them out rather than failing the scrape; the
+ * default-strategy updater's decision counters; and the forward scores by
+ * state (docs/forward-scores.md).
  */
 #include <string.h>
 
@@ -108,6 +109,43 @@ static void updater_counters(struct fcgi_ctx *c, struct buf *b)
 	buf_free(&rows);
 }
 
+/* Row callback: the forward-score counts of one window label, by state. */
+static bool forward_row(void *ctx, const struct db_col *col, size_t ncol)
+{
+	struct buf *b = ctx;
+	static const char *const state[] = { "provisional", "final" };
+	(void)ncol;
+	for (size_t i = 0; i < 2; i++) {
+		buf_puts(b, "agenttest_forward_scores{dataset_version=\"");
+		prom_label(b, col[0].buf);
+		buf_printf(b, "\",state=\"%s\"} %s\n", state[i], col[1 + i].buf);
+	}
+	return true;
+}
+
+/*
+ * The forward scores (sql/022 forward_scores, one row per scored evaluation
+ * or agent iteration) per window label, counted by state. A gauge: a
+ * provisional score becomes final, so the provisional count can fall.
+ * Best effort, like the gauges above.
+ */
+static void forward_gauges(struct fcgi_ctx *c, struct buf *b)
+{
+	char label[80], n[2][24];
+	struct db_col col[] = { DB_COL_TEXT(label), DB_COL_TEXT(n[0]), DB_COL_TEXT(n[1]) };
+	struct buf rows = BUF_INIT;
+	if (!fcgi_db(c))
+		return;
+	if (db_exec(fcgi_db(c), "SELECT window_label, CAST(SUM(state = 'provisional') AS CHAR), "
+		    "CAST(SUM(state = 'final') AS CHAR) FROM forward_scores GROUP BY window_label ORDER BY window_label",
+		    NULL, 0, col, 3, forward_row, &rows, NULL, DB_IDEMPOTENT) == DB_OK) {
+		buf_puts(b, "# HELP agenttest_forward_scores Forward scores of evaluations and agent iterations by state.\n"
+			    "# TYPE agenttest_forward_scores gauge\n");
+		buf_append(b, rows.data ? rows.data : "", rows.len);
+	}
+	buf_free(&rows);
+}
+
 void h_metrics(struct fcgi_ctx *c)
 {
 	struct fcgi_app *app = fcgi_ctx_app(c);
@@ -119,5 +157,6 @@ void h_metrics(struct fcgi_ctx *c)
 	prom_render(app->metrics, app->routes, app->nroutes, b);
 	paper_gauges(c, b);
 	updater_counters(c, b);
+	forward_gauges(c, b);
 	fcgi_reply_buf(c, 200, "text/plain; version=0.0.4; charset=utf-8");
 }

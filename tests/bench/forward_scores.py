@@ -89,6 +89,8 @@ def main():
         print("one new hour: %d forward scores (%d numeric, %d..%d forward bars) visible %.1f s after the label "
               "moved" % (len(fwd), numeric, min(f["bars"] for f in fwd), max(f["bars"] for f in fwd), wall))
         print("forward job: %s" % "; ".join(job.split("\n")))
+        print("forward-scoring %d evaluations after one new hour of data: %.1f s wall (label moved -> last score "
+              "visible), %.1f s CPU of the stack" % (N, wall, user + sys_))
         print("per evaluation: wall %.3f s, CPU %.3f s (user %.1f s + sys %.1f s over the batch, every process "
               "of the stack); load average %s" % (wall / N, (user + sys_) / N, user, sys_,
                                                   " ".join(open("/proc/loadavg").read().split()[:3])))

@@ -70,6 +70,18 @@ def _wait_forward(api, eid, version, timeout=300):
     raise AssertionError("no forward score on %s: %s" % (version, e and e.get("forward")))
 
 
+def _forward_counts(stack):
+    """GET /metrics (loopback): agenttest_forward_scores of WINDOW as {state: count}."""
+    m = stack.get("/metrics")
+    assert m.status == 200, m
+    out = {}
+    for ln in m.body.decode().splitlines():
+        for state in ("provisional", "final"):
+            if ln.startswith('agenttest_forward_scores{dataset_version="%s",state="%s"} ' % (WINDOW, state)):
+                out[state] = int(ln.split(" ")[1])
+    return out
+
+
 @pytest.fixture(scope="module")
 def fwd(stack_factory):
     # 1.5 days of history; the clock starts 15 h behind, so refreshes can add minutes
@@ -132,6 +144,8 @@ def test_forward_score_provisional_then_final_equals_fresh_evaluation(fwd):
         assert g["score"] == f["score"] and "result" not in g, (g, f)
     best = max(range(2), key=lambda k: (ev_fwd[k]["score"], -k))
     assert ag["best_iteration"] == best + 1 and ag["best_score"] == ev_fwd[best]["score"], ag
+    # Prometheus: two evaluations and two iterations, all provisional
+    assert _forward_counts(stack) == {"provisional": 4, "final": 0}
 
     # 300 more: 660 >= 600 -> final, and equal to a fresh evaluation of the same bars
     _standin_post(base, "/admin/lag?minutes=240")
@@ -165,6 +179,8 @@ def test_forward_score_provisional_then_final_equals_fresh_evaluation(fwd):
     for i, f in zip(ids, finals):
         again = user.get("/api/evaluations/" + i).json()["forward"]
         assert again["dataset_version"] == v2["dataset_version"] and again["score"] == f["score"], again
+    # Prometheus: the four final scores stay final, the two fresh evaluations are provisional
+    assert _forward_counts(stack) == {"provisional": 2, "final": 4}
 
 
 def test_leaderboard_ranks_by_forward_score(fwd):

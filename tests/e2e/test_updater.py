@@ -321,3 +321,45 @@ def test_discovers_candidates_by_rule(upd):
         assert time.time() < deadline, (got, last)
         time.sleep(0.3)
     assert all(got[x["account_id"]]["bars"] == 2 for x in new), got
+
+
+def test_discovers_on_a_label_without_accounts(upd):
+    """A second window (binance-1m-90d) with a rule but no paper account at all:
+    a version that qualifies only after the rule was set gets its shadow from
+    the next refresh of the label (the prefetch's finishing transaction runs
+    the discovery; no paper step exists there to run it). Last in the module:
+    it moves the stand-in's clock the 60-day window shares."""
+    st, label = upd, "binance-1m-90d"
+
+    def refresh(minutes):
+        st["lag"] -= minutes
+        _post(st["base"], "/admin/lag?minutes=%d" % st["lag"])
+        deadline = time.time() + 120
+        while st["admin"].post("/api/data-cache/prefetch", {"days_back": 90, "assets": ["BTC"]}).status != 202:
+            assert time.time() < deadline
+            time.sleep(0.2)
+        while st["user"].get("/api/data-cache/status?days_back=90").json()["status"] not in ("completed", "failed"):
+            assert time.time() < deadline
+            time.sleep(0.2)
+        s = st["user"].get("/api/data-cache/status?days_back=90").json()
+        assert s["status"] == "completed", s
+        return st["user"].get("/datasets/" + s["dataset_version"]).json()["last_ts"]
+
+    def shadows():
+        r = st["user"].get("/defaults/candidates?dataset_version=" + label)
+        assert r.status == 200, r
+        return r.json()["candidates"]
+
+    refresh(1)
+    r = st["admin"].req("PUT", "/defaults/rules", {"dataset_version": label, "min_age_days": 0, "margin": 0,
+                                                   "min_bars": BARS, "max_shadows": 1})
+    assert r.status == 200 and r.json()["discovered"] == 0, r   # no run on this label yet
+    v = st["user"].submit(MEANREV.replace("0.1", "0.07"), "upd-bare-window")["strategy_version_id"]
+    run = st["user"].run(v, dataset_version=label, asset="BTC")
+    assert run["status"] == "completed" and run["audit"]["passed"], run.get("error")
+    assert shadows() == [] and st["user"].get("/defaults/paper?dataset_version=" + label).status == 404
+    last = refresh(1)
+    got = shadows()
+    assert [(x["strategy_version_id"], x["origin"], x["state"]) for x in got] == [(v, "updater", "active")], got
+    assert got[0]["last_ts"] == last and got[0]["bars"] == 0, got   # from the label's last bar
+    assert st["user"].get("/defaults/proposals?dataset_version=" + label).json()["proposals"] == []

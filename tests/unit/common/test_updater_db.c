@@ -201,7 +201,7 @@ static void test_label_without_accounts(void **state)
 	   "completed_at) VALUES ('r7', 7, 7, 'bare-1m-7d', 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, NOW(6))");
 	ok("INSERT INTO updater_rules (label, min_age_days, margin, min_bars, max_shadows, auto_promote, updated_by) "
 	   "VALUES ('bare-1m-7d', 0, 0, 1, 2, 1, 7)");
-	/* new candles of the label queue a step per active account: none, so no discovery runs */
+	/* new candles of the label queue a step per active account: none (the prefetch runs the discovery itself) */
 	assert_int_equal(paper_queue_step(db, "bare-1m-7d"), 0);
 	assert_int_equal(one_int("SELECT COUNT(*) FROM paper_steps WHERE label = 'bare-1m-7d'"), 0);
 	assert_int_equal(one_int("SELECT COUNT(*) FROM paper_accounts WHERE label = 'bare-1m-7d'"), 0);
