@@ -1,7 +1,8 @@
 /*
  * policy: the runner's pure decisions (no I/O), unit-tested in
  * tests/unit/runner/: log tails, metric
- * finiteness, byte-for-byte comparison of two results, JSON numbers.
+ * finiteness, byte-for-byte comparison of two results (metrics, equity,
+ * trades), JSON numbers.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -215,4 +216,84 @@ void rresult_fail(struct rresult *r, const char *code, const char *fmt, ...)
 	va_start(ap, fmt);
 	job_error_vset(r->error_code, sizeof r->error_code, &r->error_message, code, fmt, ap);
 	va_end(ap);
+}
+
+/* The fields of struct fill in their order, for naming the first one that differs. */
+static const struct {
+	const char *name;
+	size_t      off;
+	bool        is_int;
+} fill_fields[] = {
+	{ "bar", offsetof(struct fill, bar), true },           { "ts_ms", offsetof(struct fill, ts_ms), true },
+	{ "quantity", offsetof(struct fill, quantity), false }, { "price", offsetof(struct fill, price), false },
+	{ "fee", offsetof(struct fill, fee), false },           { "position", offsetof(struct fill, position), false },
+	{ "units", offsetof(struct fill, units), false },       { "equity", offsetof(struct fill, equity), false },
+};
+
+/* Append field f of fill x as a JSON value (an integer, or a double as policy_json_double). */
+static void fill_field_json(struct buf *b, const struct fill *x, size_t f)
+{
+	const char *p = (const char *)x + fill_fields[f].off;
+	if (fill_fields[f].is_int) {
+		int64_t v;
+		memcpy(&v, p, sizeof v);
+		buf_printf(b, "%lld", (long long)v);
+	} else {
+		double v;
+		memcpy(&v, p, sizeof v);
+		policy_json_double(b, v);
+	}
+}
+
+/* The first difference of fill records x (expected) and y (actual) at index i, as JSON. */
+static void fill_diff(struct buf *diff, size_t i, const struct fill *x, const struct fill *y)
+{
+	size_t f = 0;
+	while (f + 1 < sizeof fill_fields / sizeof fill_fields[0] &&
+	       memcmp((const char *)x + fill_fields[f].off, (const char *)y + fill_fields[f].off, 8) == 0)
+		f++;
+	buf_printf(diff, "{\"what\":\"fill\",\"index\":%zu,\"bar\":%lld,\"field\":\"%s\",\"expected\":", i,
+		   (long long)x->bar, fill_fields[f].name);
+	fill_field_json(diff, x, f);
+	buf_puts(diff, ",\"actual\":");
+	fill_field_json(diff, y, f);
+	buf_putc(diff, '}');
+}
+
+bool policy_compare_trades(const struct rtrades *a, const struct rtrades *b, struct buf *diff)
+{
+	if (a->has != b->has) {
+		buf_printf(diff, "{\"what\":\"trades\",\"expected\":%s,\"actual\":%s}", a->has ? "true" : "false",
+			   b->has ? "true" : "false");
+		return false;
+	}
+	if (!a->has)
+		return true;
+	if (a->n != b->n) {
+		buf_printf(diff, "{\"what\":\"positions_length\",\"expected\":%zu,\"actual\":%zu}", a->n, b->n);
+		return false;
+	}
+	for (size_t t = 0; t < a->n; t++) {
+		if (same_bits(a->positions[t], b->positions[t]))
+			continue;
+		buf_printf(diff, "{\"what\":\"position\",\"bar\":%zu,\"expected\":", t);
+		policy_json_double(diff, a->positions[t]);
+		buf_puts(diff, ",\"actual\":");
+		policy_json_double(diff, b->positions[t]);
+		buf_putc(diff, '}');
+		return false;
+	}
+	if (a->fills_total != b->fills_total || a->n_fills != b->n_fills) {
+		bool total = a->fills_total != b->fills_total;
+		buf_printf(diff, "{\"what\":\"%s\",\"expected\":%zu,\"actual\":%zu}", total ? "fills_total" : "fills_length",
+			   total ? a->fills_total : a->n_fills, total ? b->fills_total : b->n_fills);
+		return false;
+	}
+	for (size_t i = 0; i < a->n_fills; i++) {
+		if (memcmp(&a->fills[i], &b->fills[i], sizeof a->fills[i]) != 0) {
+			fill_diff(diff, i, &a->fills[i], &b->fills[i]);
+			return false;
+		}
+	}
+	return true;
 }

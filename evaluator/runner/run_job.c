@@ -253,6 +253,44 @@ out:
 	return rc;
 }
 
+int rdb_load_trades(struct db *db, const char *run_id, struct buf *fills, struct buf *positions, size_t *fills_total,
+		    struct buf *err)
+{
+	struct db_col nc[3] = { DB_COL_INT, DB_COL_INT, DB_COL_INT };
+	struct db_arg a[] = { DB_ARG_TEXT(run_id) };
+	bool found = false;
+	int rc = -1;
+	/* the counts first, so the blobs get buffers of exactly their size */
+	if (db_run(db, "SELECT n_bars, n_fills, fills_total FROM run_trades WHERE run_id = ?", a, 1, nc, 3,
+		   db_row_once, &found, NULL, err) != 0)
+		return -1;
+	if (!found)
+		return 0;
+	if (nc[0].i < 0 || (unsigned long long)nc[0].i > RUNNER_EQUITY_MAX || nc[1].i < 0 ||
+	    (unsigned long long)nc[1].i > FILLS_STORE_MAX || nc[2].i < nc[1].i) {
+		buf_printf(err, "run %s has trades of %lld bars and %lld of %lld fills", run_id, nc[0].i, nc[1].i, nc[2].i);
+		return -1;
+	}
+	size_t nf = xmul((size_t)nc[1].i, sizeof(struct fill)), np = xmul((size_t)nc[0].i, sizeof(double));
+	struct db_col c[2] = { heap_col(DB_T_BLOB, nf + 1), heap_col(DB_T_BLOB, np + 1) };
+	found = false;
+	if (db_run(db, "SELECT fills, positions FROM run_trades WHERE run_id = ?", a, 1, c, 2, db_row_once, &found,
+		   NULL, err) != 0)
+		goto out;
+	if (!found || c[0].is_null || c[1].is_null || c[0].len != nf || c[1].len != np) {
+		buf_printf(err, "run %s: the stored trades do not match their counts", run_id);
+		goto out;
+	}
+	buf_append(fills, c[0].buf, c[0].len);
+	buf_append(positions, c[1].buf, c[1].len);
+	*fills_total = (size_t)nc[2].i;
+	rc = 1;
+out:
+	free(c[0].buf);
+	free(c[1].buf);
+	return rc;
+}
+
 /* A run as a job of the queue: its inputs, its result and its artifacts directory. */
 struct run_job {
 	struct rjob    j;
@@ -316,9 +354,39 @@ static void run_columns(void *job, const struct job_outcome *o, struct jobq_set 
 }
 
 /*
+ * Compare the trades of re-execution r with those stored for run ref_id
+ * (policy_compare_trades); true if identical, else the first difference in
+ * diff (a reference that cannot be read is a difference too).
+ */
+static bool same_trades(struct db *c, const char *ref_id, const struct rresult *r, struct buf *diff)
+{
+	struct buf fills = BUF_INIT, pos = BUF_INIT, err = BUF_INIT;
+	struct rtrades ref = { 0 }, got = { .has = r->positions != NULL, .fills = r->fills, .n_fills = r->n_fills,
+					    .fills_total = r->fills_total, .positions = r->positions, .n = r->n };
+	bool same = false;
+	int rc = rdb_load_trades(c, ref_id, &fills, &pos, &ref.fills_total, &err);
+	if (rc < 0) {
+		buf_puts(diff, "{\"what\":\"reference\",\"actual\":\"the original run's stored trades cannot be read\"}");
+		goto out;
+	}
+	ref.has = rc == 1;
+	ref.fills = (const struct fill *)(const void *)fills.data;
+	ref.n_fills = fills.len / sizeof(struct fill);
+	ref.positions = (const double *)(const void *)pos.data;
+	ref.n = pos.len / sizeof(double);
+	same = policy_compare_trades(&ref, &got, diff);
+out:
+	buf_free(&fills);
+	buf_free(&pos);
+	buf_free(&err);
+	return same;
+}
+
+/*
  * The verification record of re-execution rj of run rj->j.verify_of: compare
  * the result with the stored metrics and equity (bit for bit, runtime_s
- * aside) and write the JSON object into out.
+ * aside), then the stored trades (byte for byte, same_trades), and write
+ * the JSON object into out.
  */
 static void build_verification(struct db *c, const struct run_job *rj, const struct job_outcome *o,
 			       struct buf *out)
@@ -346,6 +414,8 @@ static void build_verification(struct db *c, const struct run_job *rj, const str
 	}
 	identical = policy_compare(&ref, (const double *)(const void *)eq.data, eq.len / sizeof(double), &r->m,
 				   r->equity, r->n, &diff);
+	if (identical)
+		identical = same_trades(c, j->verify_of, r, &diff);
 	buf_printf(out, "\"identical\":%s,\"first_difference\":%s}", identical ? "true" : "false",
 		   identical ? "null" : buf_cstr(&diff));
 out:

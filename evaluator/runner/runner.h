@@ -108,6 +108,14 @@ struct db *rdb_connect(const char *url, struct buf *err);
 /* Fetch the metrics JSON and equity bytes of `run_id` for a verification. 1 found, 0 not, -1 error. */
 int rdb_load_reference(struct db *c, const char *run_id, struct buf *metrics_json, struct buf *equity, struct buf *err);
 
+/*
+ * Fetch the stored trades of `run_id` (run_trades) for a verification: the
+ * fill records and positions bytes as stored, with the counts. 1 found
+ * (sizes consistent with the counts), 0 no row, -1 error or inconsistent.
+ */
+int rdb_load_trades(struct db *c, const char *run_id, struct buf *fills, struct buf *positions,
+		    size_t *fills_total, struct buf *err);
+
 /* ---- pure policy (policy.c) ------------------------------------------------ */
 
 /* Keep the last `max` bytes of log text, cut at a UTF-8 boundary. */
@@ -144,6 +152,31 @@ bool policy_metrics_from_json(const char *json, struct metrics *m);
  */
 bool policy_compare(const struct metrics *a, const double *ea, size_t na,
 		    const struct metrics *b, const double *eb, size_t nb, struct buf *diff);
+
+/*
+ * The stored trades of a positions run (run_trades, fills.h) as
+ * policy_compare_trades sees them: has false for a run without trades
+ * (simulate and signal runs, or a run whose replay stored none).
+ */
+struct rtrades {
+	bool               has;
+	const struct fill *fills;       /* n_fills records */
+	size_t             n_fills;
+	size_t             fills_total;
+	const double      *positions;   /* n values */
+	size_t             n;
+};
+
+/*
+ * Compare the trades of a run (a, the reference) and its re-execution (b)
+ * for a verification, byte for byte: whether each has trades ("trades"),
+ * the number of bars ("positions_length"), each bar's position
+ * ("position", with its bar), the fills made ("fills_total") and stored
+ * ("fills_length"), then each fill record ("fill", with its index, bar and
+ * first differing field). true if identical; else the first difference as
+ * a JSON object in diff.
+ */
+bool policy_compare_trades(const struct rtrades *a, const struct rtrades *b, struct buf *diff);
 
 /* Append a double as JSON: shortest round-trip text; non-finite as null. */
 void policy_json_double(struct buf *b, double v);

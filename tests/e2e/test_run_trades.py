@@ -3,13 +3,16 @@ runner stores for a completed positions run. The fills add up to the
 equity the runner scored (each fill's equity is the curve's value at its
 bar minus its fee, bit for bit; the fees sum to fees_paid), pages join to
 the whole list, and the route is the owner's or an admin's; a run without
-trades (a simulate strategy) is 409."""
+trades (a simulate strategy) is 409. A verification compares the stored
+trades byte for byte too (issue 11/17): a position or a fill altered in
+MariaDB is reported as the first difference."""
 import math
 import secrets
+import time
 
 import pytest
 
-from helpers import assert_error
+from helpers import assert_error, stack_sql
 from runs_helpers import Api, BUY_AND_HOLD
 
 # flips between long, flat and 2x short every few bars: a few hundred fills over a week
@@ -104,3 +107,63 @@ def test_bad_paging_and_runs_without_trades(world):
     assert sim["status"] == "completed"
     assert_error(owner.get(f"/runs/{sim['run_id']}/trades"), 409, "conflict")
     assert math.isfinite(sim["metrics"]["total_return"])
+
+
+def verify(api, rid):
+    """POST /runs/{rid}/verify and the verification record once it is written."""
+    r = api.post(f"/runs/{rid}/verify", {"wait": 60})
+    assert r.status in (200, 202), r
+    vid = r.json()["verification_run_id"]
+    deadline = time.monotonic() + 180
+    while True:
+        v = api.get(f"/runs/{rid}").json()["verification"]
+        if v and v["verification_run_id"] == vid:
+            return v
+        assert time.monotonic() < deadline, f"verification {vid} of {rid} never recorded"
+        time.sleep(0.2)
+
+
+# 0.5 as a little-endian float64: neither the flipper's first position (1.0) nor its first fill's price
+HALF = "X'000000000000E03F'"
+
+
+def test_verify_compares_the_trades(stack, world):
+    owner, rid = world["owner"], world["run"]["run_id"]
+    where = f"WHERE run_id = '{rid}'"
+    # the 8 bytes edited below: position 0, and the price of fill 0 (bytes 24..31 of its 64-byte record)
+    (pos0, price0, total), = stack_sql(
+        stack, f"SELECT HEX(SUBSTRING(positions, 1, 8)), HEX(SUBSTRING(fills, 25, 8)), fills_total "
+               f"FROM run_trades {where}")
+    first = owner.get(f"/runs/{rid}/trades?limit=1").json()["fills"][0]
+    assert first["bar"] == 0 and first["price"] != 0.5
+
+    def set_pos0(hexval):
+        stack_sql(stack, f"UPDATE run_trades SET positions = CONCAT({hexval}, SUBSTRING(positions, 9)) {where}")
+
+    def set_price0(hexval):
+        stack_sql(stack, f"UPDATE run_trades SET fills = CONCAT(SUBSTRING(fills, 1, 24), {hexval}, "
+                         f"SUBSTRING(fills, 33)) {where}")
+
+    try:
+        # metrics and equity are untouched: only the stored trades differ from the re-execution's
+        set_pos0(HALF)
+        v = verify(owner, rid)
+        assert v["identical"] is False
+        assert v["first_difference"] == {"what": "position", "bar": 0, "expected": 0.5, "actual": 1.0}
+        set_pos0(f"X'{pos0}'")
+        set_price0(HALF)
+        v = verify(owner, rid)
+        assert v["identical"] is False
+        assert v["first_difference"] == {"what": "fill", "index": 0, "bar": 0, "field": "price",
+                                         "expected": 0.5, "actual": first["price"]}
+        set_price0(f"X'{price0}'")
+        stack_sql(stack, f"UPDATE run_trades SET fills_total = fills_total + 1 {where}")
+        v = verify(owner, rid)
+        assert v["first_difference"] == {"what": "fills_total", "expected": int(total) + 1, "actual": int(total)}
+    finally:
+        set_pos0(f"X'{pos0}'")
+        set_price0(f"X'{price0}'")
+        stack_sql(stack, f"UPDATE run_trades SET fills_total = {int(total)} {where}")
+    # restored: the same trades verify as identical, so the differences above were the edits
+    v = verify(owner, rid)
+    assert v["identical"] is True and v["first_difference"] is None, v

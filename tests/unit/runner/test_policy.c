@@ -1,7 +1,7 @@
 /*
  * Unit tests of the runner's pure policy (evaluator/runner/policy.c):
  * log tails, finiteness, the byte-for-byte
- * comparison behind POST /runs/{id}/verify, JSON numbers, the bound on an
+ * comparison behind POST /runs/{id}/verify (metrics, equity, trades), JSON numbers, the bound on an
  * untrusted error object's text.
  */
 #include <math.h>
@@ -76,6 +76,60 @@ static void test_compare(void **state)
 	b.present[MET_SORTINO] = 1; /* present vs null differs */
 	assert_false(policy_compare(&a, ea, 3, &b, ea, 3, &d));
 	assert_non_null(strstr(buf_cstr(&d), "sortino"));
+	buf_free(&d);
+}
+
+/* Trades compare byte for byte; the first difference names what and where. */
+static void test_compare_trades(void **state)
+{
+	(void)state;
+	struct fill fa[2] = { { .bar = 0, .ts_ms = 1000, .quantity = 1, .price = 10, .fee = 0.001, .position = 1,
+				.units = 0.1, .equity = 0.999 },
+			      { .bar = 3, .ts_ms = 4000, .quantity = -1, .price = 11, .fee = 0.001, .position = 0,
+				.units = 0, .equity = 1.08 } };
+	struct fill fb[2];
+	double pa[4] = { 1, 1, 1, 0 }, pb[4];
+	memcpy(fb, fa, sizeof fa);
+	memcpy(pb, pa, sizeof pa);
+	struct rtrades a = { .has = true, .fills = fa, .n_fills = 2, .fills_total = 2, .positions = pa, .n = 4 };
+	struct rtrades b = { .has = true, .fills = fb, .n_fills = 2, .fills_total = 2, .positions = pb, .n = 4 };
+	struct rtrades none = { 0 };
+	struct buf d = BUF_INIT;
+	assert_true(policy_compare_trades(&a, &b, &d));
+	assert_true(policy_compare_trades(&none, &none, &d));
+	assert_int_equal(d.len, 0);
+	assert_false(policy_compare_trades(&a, &none, &d));
+	assert_string_equal(buf_cstr(&d), "{\"what\":\"trades\",\"expected\":true,\"actual\":false}");
+	buf_reset(&d);
+	b.n = 3;
+	assert_false(policy_compare_trades(&a, &b, &d));
+	assert_non_null(strstr(buf_cstr(&d), "\"what\":\"positions_length\""));
+	buf_reset(&d);
+	b.n = 4;
+	pb[0] = 0.0; /* 0.0 against 1.0 at bar 0 */
+	assert_false(policy_compare_trades(&a, &b, &d));
+	assert_string_equal(buf_cstr(&d), "{\"what\":\"position\",\"bar\":0,\"expected\":1.0,\"actual\":0.0}");
+	buf_reset(&d);
+	pb[0] = 1;
+	b.fills_total = 3;
+	assert_false(policy_compare_trades(&a, &b, &d));
+	assert_non_null(strstr(buf_cstr(&d), "\"what\":\"fills_total\""));
+	buf_reset(&d);
+	b.fills_total = 2;
+	b.n_fills = 1;
+	assert_false(policy_compare_trades(&a, &b, &d));
+	assert_non_null(strstr(buf_cstr(&d), "\"what\":\"fills_length\""));
+	buf_reset(&d);
+	b.n_fills = 2;
+	fb[1].equity = nextafter(1.08, 2.0); /* one ulp in the last field of the second fill */
+	assert_false(policy_compare_trades(&a, &b, &d));
+	assert_non_null(strstr(buf_cstr(&d), "\"what\":\"fill\",\"index\":1,\"bar\":3,\"field\":\"equity\""));
+	buf_reset(&d);
+	fb[1].equity = fa[1].equity;
+	fb[0].ts_ms = 999;
+	assert_false(policy_compare_trades(&a, &b, &d));
+	assert_string_equal(buf_cstr(&d), "{\"what\":\"fill\",\"index\":0,\"bar\":0,\"field\":\"ts_ms\","
+					  "\"expected\":1000,\"actual\":999}");
 	buf_free(&d);
 }
 
@@ -169,6 +223,7 @@ int main(void)
 		cmocka_unit_test(test_tail),
 		cmocka_unit_test(test_finite),
 		cmocka_unit_test(test_compare),
+		cmocka_unit_test(test_compare_trades),
 		cmocka_unit_test(test_metrics_json_roundtrip),
 		cmocka_unit_test(test_json_double),
 		cmocka_unit_test(test_cap_untrusted),
