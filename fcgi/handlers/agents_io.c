@@ -8,8 +8,10 @@
  *        clone (as the original). 404/400/429 as create.
  *   GET  .../export -> attachment agent_<id>.json {format:
  *        "mantis-agent-export-v1", exported_at, agent: {id, status, config,
- *        iterations}, code: {"<n>": source}}
+ *        iterations}, code: {"<n>": source}, notes, state_md}
  *   POST /api/agents/import <bundle> -> 201 {id, imported: true, iterations}
+ *        (the bundle's notes and state_md, strings of at most 2 MiB or
+ *        absent/null, become the agent's notes.txt and STATE.md)
  *
  * Import writes no file at all: the bundle becomes rows (a new agent,
  * status completed, and its iterations), so no name in it can reach a path.
@@ -152,6 +154,20 @@ static bool io_code_row(void *ctx, const struct db_col *col, size_t ncol)
 	return true;
 }
 
+/* Add member key: the text column sql selects for agent id ("" when NULL); false after replying. */
+static bool io_add_text(struct fcgi_ctx *c, json_object *o, const char *id, const char *key, const char *sql)
+{
+	struct db_col t = ag_text_col(c, AG_STDOUT_MAX + 1);
+	struct db_arg k = DB_ARG_TEXT(id);
+	enum db_status st = db_exec(fcgi_db(c), sql, &k, 1, &t, 1, NULL, NULL, NULL, DB_IDEMPOTENT);
+	if (st != DB_OK) {
+		fcgi_reply_db_error(c, st);
+		return false;
+	}
+	json_object_object_add(o, key, json_object_new_string_len(t.is_null ? "" : t.buf, t.is_null ? 0 : (int)t.len));
+	return true;
+}
+
 void h_agents_export(struct fcgi_ctx *c)
 {
 	struct ag_row a;
@@ -185,6 +201,11 @@ void h_agents_export(struct fcgi_ctx *c)
 	json_object_object_add(o, "exported_at", json_object_new_string(ts));
 	json_object_object_add(o, "agent", agent);
 	json_object_object_add(o, "code", code);
+	if (!io_add_text(c, o, a.id, "notes", "SELECT notes FROM agents WHERE id = ?") ||
+	    !io_add_text(c, o, a.id, "state_md", "SELECT state_md FROM agents WHERE id = ?")) {
+		json_object_put(o);
+		return;
+	}
 	snprintf(disp, sizeof disp, "attachment; filename=\"agent_%s.json\"", a.id);
 	fcgi_add_header(c, "Content-Disposition", disp);
 	fcgi_reply_json(c, 200, o);
@@ -208,6 +229,8 @@ struct io_import {
 	json_object *iters;   /* validated iteration objects, by number (may lack entries) */
 	json_object *code;    /* validated: name -> source */
 	long long    count;
+	const char  *notes;   /* validated notes.txt, or NULL */
+	const char  *state_md; /* validated STATE.md, or NULL */
 };
 
 /* Text of a JSON value or NULL. */
@@ -248,6 +271,12 @@ static enum db_status io_rows(struct db *db, const char *id, void *ctx)
 		st = db_exec(db, "INSERT INTO agent_iterations (id, agent_id, iteration, status, metrics, analysis, has_error, "
 			     "error, code, code_hash, completed_at) VALUES (UUID(), ?, ?, 'completed', ?, ?, ?, ?, ?, ?, NOW(6))",
 			     a, 8, NULL, 0, NULL, NULL, NULL, 0);
+	}
+	if (st == DB_OK && (im->notes || im->state_md)) {
+		struct db_arg a[] = { im->notes ? DB_ARG_TEXT(im->notes) : DB_ARG_NULL,
+				      im->state_md ? DB_ARG_TEXT(im->state_md) : DB_ARG_NULL, DB_ARG_TEXT(id) };
+		st = db_exec(db, "UPDATE agents SET notes = ?, state_md = ? WHERE id = ?", a, 3, NULL, 0, NULL, NULL,
+			     NULL, 0);
 	}
 	return st;
 }
@@ -325,6 +354,10 @@ void h_agents_import(struct fcgi_ctx *c)
 		return;
 	json_object_object_get_ex(agent, "iterations", &iters);
 	json_object_object_get_ex(body, "code", &code);
+	const char *notes = NULL, *state_md = NULL;
+	if (!fcgi_json_string(c, body, "notes", FIELD_OPTIONAL | FIELD_NULLABLE, 0, AG_STDOUT_MAX, &notes) ||
+	    !fcgi_json_string(c, body, "state_md", FIELD_OPTIONAL | FIELD_NULLABLE, 0, AG_STDOUT_MAX, &state_md))
+		return;
 	struct ag_new n = { .model = "sonnet", .driver = "builtin", .min_iterations = 5, .max_iterations = 20,
 			    .days_back = 60, .seed = 1, .budget_wall_s = -1, .imported = true };
 	if (!fcgi_json_string(c, cfg, "challenge", FIELD_REQUIRED, 1, 64, &n.challenge) ||
@@ -348,7 +381,8 @@ void h_agents_import(struct fcgi_ctx *c)
 	}
 	if (strcmp(n.model, "sonnet") != 0 && strcmp(n.model, "opus") != 0 && strcmp(n.model, "haiku") != 0)
 		n.model = "sonnet";
-	struct io_import im = { .iters = json_object_new_object(), .code = json_object_new_object() };
+	struct io_import im = { .iters = json_object_new_object(), .code = json_object_new_object(), .notes = notes,
+				.state_md = state_md };
 	bool ok = io_check_iters(c, iters, &im) && io_check_code(c, code, &im);
 	if (ok && im.count > n.max_iterations)
 		n.max_iterations = im.count;
