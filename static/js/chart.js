@@ -36,8 +36,11 @@ const PALETTE = ['#1d5bb8', '#c2410c', '#15803d', '#7e22ce', '#4b5563'];
  * values, color?, fill?, bars?, points?, dash?}], time (bool), height,
  * yLabel, yFormat(v) for axis/legend values, signal (AbortSignal: destroys
  * the plot), testid (data-testid on the figure), onXScale(min, max) (called
- * whenever the x range changes: zoom, reset; to make another chart follow).
- * data-points on the figure counts the finite values of all series.
+ * whenever the x range changes: zoom, reset; to make another chart follow),
+ * xInteger (x values are counts such as iteration numbers: ticks only at
+ * whole numbers, a single value gets one unit of room on each side).
+ * data-points on the figure counts the finite values of all series;
+ * data-x-ticks lists the x-axis labels last drawn (for tests).
  * The figure is returned at once; the plot fills it when uPlot has loaded.
  */
 export function chart(opts) {
@@ -80,17 +83,29 @@ export function chart(opts) {
       }
       series.push(def);
     });
+    const xAxis = { stroke: '#4a5567', grid: { stroke: '#e4e8ee' } };
+    if (opts.xInteger) {
+      // whole steps only, so two iterations never get a "1.5" tick
+      xAxis.incrs = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000];
+      xAxis.values = (u, vals) => {
+        const labels = vals.map((v) => num(v, 0));
+        figure.dataset.xTicks = labels.join(' ');
+        return labels;
+      };
+    }
+    const xScale = opts.series.some((q) => q.bars)
+      ? { time: false, range: (u, lo, hi) => [lo - 0.5, hi + 0.5] }
+      : opts.xInteger ? { time: false, range: (u, lo, hi) => (lo === hi ? [lo - 1, hi + 1] : [lo, hi]) }
+        : { time: !!opts.time };
     const width = Math.max(260, Math.floor(box.getBoundingClientRect().width || figure.parentElement?.clientWidth || 600));
     const plot = new UPlot({
       width,
       height: opts.height || 260,
       // bars get half a slot of room at both ends, so the edge bars show whole
-      scales: { x: opts.series.some((q) => q.bars)
-        ? { time: false, range: (u, lo, hi) => [lo - 0.5, hi + 0.5] }
-        : { time: !!opts.time } },
+      scales: { x: xScale },
       series,
       axes: [
-        { stroke: '#4a5567', grid: { stroke: '#e4e8ee' } },
+        xAxis,
         { stroke: '#4a5567', grid: { stroke: '#e4e8ee' }, size: 64, values: (u, vals) => vals.map((v) => fmt(v)) },
       ],
       cursor: { drag: { x: true, y: false, setScale: true } },

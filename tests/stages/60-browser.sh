@@ -98,7 +98,8 @@ rc=0
 NO_COLOR=1 FORCE_COLOR=0 node --test --test-concurrency=1 --test-timeout=600000 \
   --test-reporter=spec --test-reporter-destination=stdout \
   --test-reporter=junit --test-reporter-destination="$JUNIT/browser.xml" \
-  tests/browser/units.test.mjs tests/browser/auth.test.mjs tests/browser/dashboard.test.mjs || rc=$?
+  tests/browser/units.test.mjs tests/browser/auth.test.mjs tests/browser/dashboard.test.mjs \
+  tests/browser/errors.test.mjs tests/browser/agents_analysis.test.mjs || rc=$?
 # The Agents pages (issue 17): on the same stack, a run of its own, since it
 # waits for the built-in agent's scored iterations (minutes of CPU each) and
 # node's --test-timeout bounds a whole file, not one test; the file's own

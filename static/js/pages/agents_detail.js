@@ -81,16 +81,18 @@ function iterationsPanel(a, pm, signal) {
   const x = its.map((it) => it.iteration);
   const dev = its.map((it) => devMetric(it, pm.key));
   const ho = its.map((it) => (it.holdout_score === null || it.holdout_score === undefined ? null : Number(it.holdout_score)));
-  const best = its.map((it) => (it.iteration === a.best_iteration ? (ho[its.indexOf(it)] ?? dev[its.indexOf(it)]) : null));
+  const best = its.map((it, i) => (it.iteration === a.best_iteration ? (ho[i] ?? dev[i]) : null));
   const c = chart({
-    title: `${pm.label} by iteration (${pm.direction} is better)`, testid: 'iteration-chart', x, xLabel: 'Iteration', signal, height: 220,
+    title: `${pm.label} by iteration (${pm.direction} is better)`, testid: 'iteration-chart', x, xLabel: 'Iteration', xInteger: true, signal, height: 220,
     series: [
       { label: 'Dev (seen by the agent)', values: dev, color: '#0c6fb0', points: true },
       { label: 'Sealed holdout', values: ho, color: '#c2410c', points: true },
       { label: 'Best iteration', values: best, color: '#15803d', points: true, width: 3 },
     ],
-    summary: `${its.length} iterations.${a.best_iteration ? ` The best is iteration ${a.best_iteration}.` : ''}`,
+    summary: `${its.length} iterations.${a.best_iteration ? ` The best is iteration ${a.best_iteration}, marked in green.` : ' No best iteration yet.'}`,
   });
+  // which iteration the green mark sits on, for readers of the markup (and tests)
+  c.figure.dataset.bestIteration = a.best_iteration ? String(a.best_iteration) : '';
   box.append(c.figure, table([
     { label: 'Iteration', num: true, cell: (it) => h('span', null, String(it.iteration),
       it.iteration === a.best_iteration ? h('span', null, ' ', h('span', { class: 'badge st-completed', 'data-testid': 'best-mark' }, 'best')) : null) },
