@@ -33,7 +33,8 @@ const PALETTE = ['#1d5bb8', '#c2410c', '#15803d', '#7e22ce', '#4b5563'];
  * chart(opts) -> {figure, ready: Promise<uPlot|null>}
  * opts: title (caption), summary (text for screen readers), x (array;
  * seconds since epoch when time: true, else indices), series [{label,
- * values, color?, fill?, bars?, points?, dash?}], time (bool), height,
+ * values, color?, fill?, bars?, points?, ring? (a hollow ring around each
+ * value: a mark on another series' point), dash?}], time (bool), height,
  * yLabel, yFormat(v) for axis/legend values, signal (AbortSignal: destroys
  * the plot), testid (data-testid on the figure), onXScale(min, max) (called
  * whenever the x range changes: zoom, reset; to make another chart follow),
@@ -76,6 +77,9 @@ export function chart(opts) {
         def.paths = UPlot.paths.bars({ size: [0.6, 40] });
         def.fill = s.fill || color;
         def.points = { show: false };
+      } else if (s.ring) {
+        // a hollow ring drawn larger than the points, so the point it marks stays visible inside it
+        def.points = { show: true, size: 14, width: 3, stroke: color, fill: 'rgba(0,0,0,0)' };
       } else if (s.points) {
         def.points = { show: true, size: 6, fill: color };
       } else {

@@ -87,7 +87,7 @@ function iterationsPanel(a, pm, signal) {
     series: [
       { label: 'Dev (seen by the agent)', values: dev, color: '#0c6fb0', points: true },
       { label: 'Sealed holdout', values: ho, color: '#c2410c', points: true },
-      { label: 'Best iteration', values: best, color: '#15803d', points: true, width: 3 },
+      { label: 'Best iteration', values: best, color: '#15803d', ring: true, width: 3 },
     ],
     summary: `${its.length} iterations.${a.best_iteration ? ` The best is iteration ${a.best_iteration}, marked in green.` : ' No best iteration yet.'}`,
   });
