@@ -39,24 +39,47 @@ static bool is_runner_sock(const char *name)
 	return strncmp(name, "runner-", 7) == 0 && n > 12 && strcmp(name + n - 5, ".sock") == 0;
 }
 
-/* Remove sockets in dir that nobody receives on any more. */
-static void remove_stale(const char *dir)
+/*
+ * Call fn(fd, addr, arg) for every runner socket of dir, fd being one
+ * datagram socket of the caller's for all of them. Nothing when dir is
+ * NULL, empty or cannot be opened, or no socket can be made.
+ */
+static void each_runner_sock(const char *dir, void (*fn)(int fd, const struct sockaddr_un *sa, const char *arg),
+			     const char *arg)
 {
-	DIR *d = opendir(dir);
+	DIR *d = dir && *dir ? opendir(dir) : NULL;
 	if (!d)
 		return;
 	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	struct dirent *e;
 	while (fd >= 0 && (e = readdir(d))) {
 		struct sockaddr_un sa;
-		if (!is_runner_sock(e->d_name) || !make_addr(&sa, dir, e->d_name))
-			continue;
-		if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0 && errno == ECONNREFUSED)
-			unlink(sa.sun_path);
+		if (is_runner_sock(e->d_name) && make_addr(&sa, dir, e->d_name))
+			fn(fd, &sa, arg);
 	}
 	if (fd >= 0)
 		close(fd);
 	closedir(d);
+}
+
+/* each_runner_sock step: unlink sa if nobody receives on it any more. */
+static void unlink_if_stale(int fd, const struct sockaddr_un *sa, const char *arg)
+{
+	(void)arg;
+	if (connect(fd, (const struct sockaddr *)sa, sizeof *sa) != 0 && errno == ECONNREFUSED)
+		unlink(sa->sun_path);
+}
+
+/* each_runner_sock step: send the datagram msg to sa (best effort). */
+static void send_wakeup(int fd, const struct sockaddr_un *sa, const char *msg)
+{
+	(void)sendto(fd, msg, strlen(msg), MSG_NOSIGNAL, (const struct sockaddr *)sa, sizeof *sa);
+}
+
+/* Remove sockets in dir that nobody receives on any more. */
+static void remove_stale(const char *dir)
+{
+	each_runner_sock(dir, unlink_if_stale, NULL);
 }
 
 int notify_bind(const char *dir, struct buf *path)
@@ -94,18 +117,5 @@ int notify_drain(int fd)
 
 void notify_all(const char *dir, const char *msg)
 {
-	DIR *d = dir && *dir ? opendir(dir) : NULL;
-	if (!d)
-		return;
-	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	struct dirent *e;
-	while (fd >= 0 && (e = readdir(d))) {
-		struct sockaddr_un sa;
-		if (!is_runner_sock(e->d_name) || !make_addr(&sa, dir, e->d_name))
-			continue;
-		(void)sendto(fd, msg, strlen(msg), MSG_NOSIGNAL, (struct sockaddr *)&sa, sizeof sa);
-	}
-	if (fd >= 0)
-		close(fd);
-	closedir(d);
+	each_runner_sock(dir, send_wakeup, msg);
 }

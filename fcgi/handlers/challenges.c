@@ -23,6 +23,7 @@
 #include "evaluator/dataset.h"
 #include "fcgi/handlers/forward_view.h"
 #include "fcgi/handlers/handlers.h"
+#include "fcgi/handlers/json_list.h"
 #include "fcgi/handlers/runs_view.h"
 
 /* The dataset version a request means: ?dataset_version=, else the configured one. */
@@ -91,17 +92,12 @@ void h_challenges_list(struct fcgi_ctx *c)
 }
 
 /* Row callback: one board entry. */
-struct board {
-	struct buf *b;
-	long long   n, offset;
-};
-
 static bool board_row(void *ctx, const struct db_col *col, size_t ncol)
 {
-	struct board *bd = ctx;
+	struct json_list *bd = ctx;
 	struct buf *b = bd->b;
 	(void)ncol;
-	buf_printf(b, "%s{\"rank\":%lld,\"evaluation_id\":", bd->n ? "," : "", bd->offset + bd->n + 1);
+	buf_printf(b, "{\"rank\":%lld,\"evaluation_id\":", jl_next(bd));
 	rv_str(b, col[0].buf);
 	buf_puts(b, ",\"score\":");
 	rv_num(b, col[1].buf);
@@ -116,7 +112,6 @@ static bool board_row(void *ctx, const struct db_col *col, size_t ncol)
 	buf_puts(b, ",\"name\":");
 	rv_str(b, col[6].is_null ? NULL : col[6].buf);
 	buf_putc(b, '}');
-	bd->n++;
 	return true;
 }
 
@@ -167,7 +162,7 @@ void h_challenges_leaderboard(struct fcgi_ctx *c)
 	struct db_arg args[] = { DB_ARG_TEXT(def->name), DB_ARG_TEXT(mode), DB_ARG_TEXT(dsv), DB_ARG_INT(limit),
 				 DB_ARG_INT(offset) };
 	struct buf *b = fcgi_body_buf(c);
-	struct board bd = { b, 0, offset };
+	struct json_list bd = JSON_LIST(b, offset);
 	buf_puts(b, "{\"challenge\":");
 	rv_str(b, def->name);
 	buf_puts(b, ",\"metric\":");
@@ -179,11 +174,5 @@ void h_challenges_leaderboard(struct fcgi_ctx *c)
 	buf_puts(b, ",\"entries\":[");
 	enum db_status st = db_exec(fcgi_db(c), lower ? asc_sql : desc_sql, args, 5, cols, 7, board_row, &bd, NULL,
 				    DB_IDEMPOTENT);
-	if (st != DB_OK) {
-		buf_reset(b);
-		fcgi_reply_db_error(c, st);
-		return;
-	}
-	buf_puts(b, "]}");
-	fcgi_reply_buf(c, 200, "application/json");
+	jl_reply(c, st, "]}");
 }

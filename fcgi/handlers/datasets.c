@@ -6,21 +6,15 @@
 #include <string.h>
 
 #include "fcgi/handlers/handlers.h"
+#include "fcgi/handlers/json_list.h"
 #include "fcgi/handlers/runs_view.h"
-
-/* Rows written so far. */
-struct dlist {
-	size_t      n;
-	struct buf *b;
-};
 
 /* Row callback: one dataset object. */
 static bool ds_row(void *ctx, const struct db_col *col, size_t ncol)
 {
-	struct dlist *d = ctx;
+	struct json_list *d = ctx;
 	(void)ncol;
-	if (d->n++)
-		buf_putc(d->b, ',');
+	jl_next(d);
 	buf_puts(d->b, "{\"version\":");
 	rv_str(d->b, col[0].buf);
 	buf_puts(d->b, ",\"dataset_hash\":");
@@ -38,7 +32,7 @@ static bool ds_row(void *ctx, const struct db_col *col, size_t ncol)
 		  RV_TS("created_at") " FROM datasets "
 
 /* Run the dataset query into the body; false after replying an error. */
-static bool ds_query(struct fcgi_ctx *c, const char *sql, const struct db_arg *args, size_t nargs, struct dlist *d)
+static bool ds_query(struct fcgi_ctx *c, const char *sql, const struct db_arg *args, size_t nargs, struct json_list *d)
 {
 	char version[130], hash[65], at[RV_TS_LEN];
 	char *assets = arena_alloc(fcgi_arena(c), 65536);
@@ -57,7 +51,7 @@ static bool ds_query(struct fcgi_ctx *c, const char *sql, const struct db_arg *a
 void h_datasets_list(struct fcgi_ctx *c)
 {
 	struct buf *b = fcgi_body_buf(c);
-	struct dlist d = { 0, b };
+	struct json_list d = JSON_LIST(b, 0);
 	buf_puts(b, "{\"datasets\":[");
 	if (!ds_query(c, DS_SELECT "ORDER BY version", NULL, 0, &d))
 		return;
@@ -71,7 +65,7 @@ void h_datasets_list(struct fcgi_ctx *c)
 void h_datasets_get(struct fcgi_ctx *c)
 {
 	struct buf *b = fcgi_body_buf(c);
-	struct dlist d = { 0, b };
+	struct json_list d = JSON_LIST(b, 0);
 	struct db_arg arg = DB_ARG_TEXT(fcgi_param(c, "version"));
 	if (!ds_query(c, DS_SELECT "WHERE version = ?", &arg, 1, &d))
 		return;

@@ -18,6 +18,7 @@
 
 #include "updater.h"
 #include "fcgi/handlers/handlers.h"
+#include "fcgi/handlers/json_list.h"
 #include "fcgi/handlers/paper.h"
 #include "fcgi/handlers/runs_view.h"
 #include "fcgi/handlers/defaults.h"
@@ -120,18 +121,13 @@ dberr:
 	fcgi_reply_db_error(c, st);
 }
 
-/* Rows written so far into one JSON list. */
-struct plist {
-	size_t      n;
-	struct buf *b;
-};
-
 /* Row callback: one promotion. */
 static bool promo_row(void *ctx, const struct db_col *col, size_t ncol)
 {
-	struct plist *p = ctx;
+	struct json_list *p = ctx;
 	(void)ncol;
-	buf_puts(p->b, p->n++ ? ",{\"dataset_version\":" : "{\"dataset_version\":");
+	jl_next(p);
+	buf_puts(p->b, "{\"dataset_version\":");
 	rv_str(p->b, col[0].buf);
 	buf_printf(p->b, ",\"strategy_version_id\":%lld,\"strategy_name\":", col[1].i);
 	rv_str(p->b, col[2].buf);
@@ -174,7 +170,7 @@ void h_defaults_get(struct fcgi_ctx *c)
 				 DB_COL_TEXT(who), DB_COL_TEXT(at), DB_COL_INT, DB_COL_TEXT(reason), DB_COL_TEXT(numbers) };
 	struct db_arg arg = DB_ARG_TEXT(dsv ? dsv : "");
 	struct buf *b = fcgi_body_buf(c);
-	struct plist p = { 0, b };
+	struct json_list p = JSON_LIST(b, 0);
 	buf_puts(b, "{\"defaults\":[");
 	enum db_status st = db_exec(fcgi_db(c), PROMO_SELECT
 		"WHERE p.id IN (SELECT MAX(id) FROM default_promotions GROUP BY dataset_version) "
@@ -186,12 +182,6 @@ void h_defaults_get(struct fcgi_ctx *c)
 		st = db_exec(fcgi_db(c), PROMO_SELECT "WHERE (? = '' OR p.dataset_version = ?) ORDER BY p.id DESC LIMIT 500",
 			     (struct db_arg[]){ arg, arg }, 2, cols, 10, promo_row, &p, NULL, DB_IDEMPOTENT);
 	}
-	if (st != DB_OK) {
-		buf_reset(b);
-		fcgi_reply_db_error(c, st);
-		return;
-	}
-	buf_puts(b, "]}");
-	fcgi_reply_buf(c, 200, "application/json");
+	jl_reply(c, st, "]}");
 #undef PROMO_SELECT
 }

@@ -21,6 +21,7 @@
 
 #include "evaluator/challenges/challenges.h"
 #include "evaluator/hashes.h"
+#include "fcgi/handlers/agents.h"
 #include "fcgi/handlers/forward_view.h"
 #include "fcgi/handlers/handlers.h"
 #include "fcgi/handlers/runs_view.h"
@@ -143,16 +144,7 @@ void h_evaluations_create(struct fcgi_ctx *c)
 		return;
 	const struct ch_def *def = ch_lookup(challenge);
 	if (!def) {
-		char names[512];
-		size_t used = 0;
-		names[0] = '\0';
-		for (size_t i = 0; i < ch_count(); i++) {
-			int n = snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", ch_at(i)->name);
-			if (n < 0 || (size_t)n >= sizeof names - used)
-				break;
-			used += (size_t)n;
-		}
-		fcgi_reply_error(c, 400, "invalid_field", "unknown challenge '%s'; valid: %s", challenge, names);
+		ag_bad_challenge(c, challenge);   /* challenge: at most 64 bytes, so the message is the same */
 		return;
 	}
 	if (ch_mode_parse(mode) < 0) {

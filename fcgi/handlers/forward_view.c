@@ -10,6 +10,7 @@
 #include "arena.h"
 #include "fcgi/handler.h"
 #include "fcgi/handlers/forward_view.h"
+#include "fcgi/handlers/json_list.h"
 #include "fcgi/handlers/runs_view.h"
 
 #define FWD_RESULT_MAX (1u << 20)
@@ -110,19 +111,13 @@ enum db_status fwd_view_iteration(struct fcgi_ctx *c, const char *agent_id, long
 		       "'iteration' AND f.subject_id = i.id WHERE i.agent_id = ? AND i.iteration = ?", a, 2, false, out);
 }
 
-/* Row callback state of the forward board. */
-struct fv_board {
-	struct buf *b;
-	long long   n, offset;
-};
-
 /* Row callback: one forward board entry. */
 static bool fv_board_row(void *ctx, const struct db_col *col, size_t ncol)
 {
-	struct fv_board *bd = ctx;
+	struct json_list *bd = ctx;
 	struct buf *b = bd->b;
 	(void)ncol;
-	buf_printf(b, "%s{\"rank\":%lld,\"evaluation_id\":", bd->n ? "," : "", bd->offset + bd->n + 1);
+	buf_printf(b, "{\"rank\":%lld,\"evaluation_id\":", jl_next(bd));
 	rv_str(b, col[0].buf);
 	buf_puts(b, ",\"score\":");
 	rv_num(b, col[1].buf);
@@ -141,7 +136,6 @@ static bool fv_board_row(void *ctx, const struct db_col *col, size_t ncol)
 	buf_printf(b, ",\"dev_only\":%s,\"completed_at\":", col[9].i ? "true" : "false");
 	rv_str(b, col[10].buf);
 	buf_putc(b, '}');
-	bd->n++;
 	return true;
 }
 
@@ -170,7 +164,7 @@ void fwd_board(struct fcgi_ctx *c, const char *challenge, const char *metric, bo
 	struct db_arg args[] = { DB_ARG_TEXT(challenge), DB_ARG_TEXT(mode), DB_ARG_TEXT(dsv), DB_ARG_TEXT(dsv),
 				 DB_ARG_TEXT(state), DB_ARG_TEXT(state), DB_ARG_INT(limit), DB_ARG_INT(offset) };
 	struct buf *b = fcgi_body_buf(c);
-	struct fv_board bd = { b, 0, offset };
+	struct json_list bd = JSON_LIST(b, offset);
 	buf_puts(b, "{\"challenge\":");
 	rv_str(b, challenge);
 	buf_puts(b, ",\"metric\":");
@@ -184,11 +178,5 @@ void fwd_board(struct fcgi_ctx *c, const char *challenge, const char *metric, bo
 	buf_puts(b, ",\"entries\":[");
 	enum db_status s = db_exec(fcgi_db(c), lower ? asc_sql : desc_sql, args, 8, cols, 11, fv_board_row, &bd, NULL,
 				   DB_IDEMPOTENT);
-	if (s != DB_OK) {
-		buf_reset(b);
-		fcgi_reply_db_error(c, s);
-		return;
-	}
-	buf_puts(b, "]}");
-	fcgi_reply_buf(c, 200, "application/json");
+	jl_reply(c, s, "]}");
 }

@@ -23,22 +23,17 @@
 #include <string.h>
 
 #include "fcgi/handlers/handlers.h"
+#include "fcgi/handlers/json_list.h"
 #include "fcgi/handlers/runs_view.h"
-
-/* The rows written so far into the response body. */
-struct board {
-	size_t      n;
-	struct buf *b;
-};
 
 /* Row callback: one leaderboard row. */
 static bool board_row(void *ctx, const struct db_col *col, size_t ncol)
 {
-	struct board *bd = ctx;
+	struct json_list *bd = ctx;
 	struct buf *b = bd->b;
-	size_t *n = &bd->n;
 	(void)ncol;
-	buf_puts(b, (*n)++ ? ",{\"run_id\":" : "{\"run_id\":");
+	jl_next(bd);
+	buf_puts(b, "{\"run_id\":");
 	rv_str(b, col[0].buf);
 	buf_printf(b, ",\"strategy_version_id\":%lld,\"dataset_version\":", col[1].i);
 	rv_str(b, col[2].buf);
@@ -153,7 +148,7 @@ void h_leaderboard(struct fcgi_ctx *c)
 	};
 	struct db_arg args[] = { DB_ARG_TEXT(dsv), DB_ARG_INT(limit), DB_ARG_INT(offset) };
 	struct buf *b = fcgi_body_buf(c);
-	struct board acc = { 0, b };
+	struct json_list acc = JSON_LIST(b, 0);
 	buf_putc(b, '[');
 	enum db_status st = db_exec(fcgi_db(c), all ? all_sql : best_sql, args, 3, cols, sizeof cols / sizeof cols[0],
 				    board_row, &acc, NULL, DB_IDEMPOTENT);

@@ -20,6 +20,7 @@
 #include "updater.h"
 #include "evaluator/engine.h"
 #include "fcgi/handlers/handlers.h"
+#include "fcgi/handlers/json_list.h"
 #include "fcgi/handlers/paper.h"
 #include "fcgi/handlers/runs_view.h"
 #include "fcgi/handlers/defaults.h"
@@ -108,18 +109,13 @@ void h_defaults_rules_put(struct fcgi_ctx *c)
 	fcgi_reply_buf(c, 200, "application/json");
 }
 
-/* Rows written so far into one JSON list. */
-struct ulist {
-	size_t      n;
-	struct buf *b;
-};
-
 /* Row callback: one rule. */
 static bool rule_row(void *ctx, const struct db_col *col, size_t ncol)
 {
-	struct ulist *l = ctx;
+	struct json_list *l = ctx;
 	(void)ncol;
-	buf_puts(l->b, l->n++ ? ",{\"dataset_version\":" : "{\"dataset_version\":");
+	jl_next(l);
+	buf_puts(l->b, "{\"dataset_version\":");
 	rv_str(l->b, col[0].buf);
 	buf_puts(l->b, ",\"min_age_days\":");
 	rv_num(l->b, col[1].buf);
@@ -141,18 +137,12 @@ void h_defaults_rules_get(struct fcgi_ctx *c)
 	struct db_col col[] = { DB_COL_TEXT(label), DB_COL_TEXT(age), DB_COL_TEXT(margin), DB_COL_INT, DB_COL_INT,
 				DB_COL_INT, DB_COL_TEXT(who), DB_COL_TEXT(at), DB_COL_INT };
 	struct buf *b = fcgi_body_buf(c);
-	struct ulist l = { 0, b };
+	struct json_list l = JSON_LIST(b, 0);
 	buf_puts(b, "{\"rules\":[");
 	enum db_status st = db_exec(fcgi_db(c), "SELECT r.label, CAST(r.min_age_days AS CHAR), CAST(r.margin AS CHAR), "
 		"r.min_bars, r.auto_promote, r.enabled, u.name, " RV_TS("r.updated_at") ", r.max_shadows FROM updater_rules r "
 		"JOIN users u ON u.id = r.updated_by ORDER BY r.label", NULL, 0, col, 9, rule_row, &l, NULL, DB_IDEMPOTENT);
-	if (st != DB_OK) {
-		buf_reset(b);
-		fcgi_reply_db_error(c, st);
-		return;
-	}
-	buf_puts(b, "]}");
-	fcgi_reply_buf(c, 200, "application/json");
+	jl_reply(c, st, "]}");
 }
 
 /* POST /defaults/candidates {strategy_version_id, dataset_version} */
@@ -222,10 +212,10 @@ dberr:
 /* Row callback: one shadow account. */
 static bool shadow_row(void *ctx, const struct db_col *col, size_t ncol)
 {
-	struct ulist *l = ctx;
+	struct json_list *l = ctx;
 	(void)ncol;
-	buf_printf(l->b, "%s{\"account_id\":%lld,\"strategy_version_id\":%lld,\"strategy_name\":", l->n++ ? "," : "",
-		   col[0].i, col[1].i);
+	jl_next(l);
+	buf_printf(l->b, "{\"account_id\":%lld,\"strategy_version_id\":%lld,\"strategy_name\":", col[0].i, col[1].i);
 	rv_str(l->b, col[2].buf);
 	buf_puts(l->b, ",\"run_id\":");
 	rv_str(l->b, col[3].buf);
@@ -262,28 +252,23 @@ void h_defaults_candidates_get(struct fcgi_ctx *c)
 				DB_COL_TEXT(why), DB_COL_INT, DB_COL_INT, DB_COL_INT, DB_COL_TEXT(eq), DB_COL_TEXT(origin) };
 	struct db_arg la = DB_ARG_TEXT(label);
 	struct buf *b = fcgi_body_buf(c);
-	struct ulist l = { 0, b };
+	struct json_list l = JSON_LIST(b, 0);
 	buf_puts(b, "{\"candidates\":[");
 	enum db_status st = db_exec(fcgi_db(c), "SELECT a.id, a.strategy_version_id, s.name, a.run_id, a.state, "
 		"LEFT(a.pause_reason, 1000), a.start_ts, a.last_ts, a.n_bars, CAST(a.equity AS CHAR), a.origin FROM paper_accounts a "
 		"JOIN strategy_versions v ON v.id = a.strategy_version_id JOIN strategies s ON s.id = v.strategy_id "
 		"WHERE a.label = ? AND a.role = 'shadow' AND a.state <> 'retired' ORDER BY a.id", &la, 1, col, 11,
 		shadow_row, &l, NULL, DB_IDEMPOTENT);
-	if (st != DB_OK) {
-		buf_reset(b);
-		fcgi_reply_db_error(c, st);
-		return;
-	}
-	buf_puts(b, "]}");
-	fcgi_reply_buf(c, 200, "application/json");
+	jl_reply(c, st, "]}");
 }
 
 /* Row callback: one proposal. */
 static bool proposal_row(void *ctx, const struct db_col *col, size_t ncol)
 {
-	struct ulist *l = ctx;
+	struct json_list *l = ctx;
 	(void)ncol;
-	buf_printf(l->b, "%s{\"id\":%lld,\"dataset_version\":", l->n++ ? "," : "", col[0].i);
+	jl_next(l);
+	buf_printf(l->b, "{\"id\":%lld,\"dataset_version\":", col[0].i);
 	rv_str(l->b, col[1].buf);
 	buf_puts(l->b, ",\"status\":");
 	rv_str(l->b, col[2].buf);
@@ -345,7 +330,7 @@ void h_defaults_proposals_get(struct fcgi_ctx *c)
 				DB_COL_TEXT(numbers), DB_COL_INT, DB_COL_TEXT(who), DB_COL_TEXT(at), DB_COL_TEXT(dat) };
 	struct db_arg la = DB_ARG_TEXT(label ? label : ""), sa = DB_ARG_TEXT(status ? status : "");
 	struct buf *b = fcgi_body_buf(c);
-	struct ulist l = { 0, b };
+	struct json_list l = JSON_LIST(b, 0);
 	buf_puts(b, "{\"proposals\":[");
 	enum db_status st = db_exec(fcgi_db(c), "SELECT q.id, q.label, q.status, q.strategy_version_id, s.name, "
 		"q.run_id, q.shadow_account_id, q.default_promotion_id, q.default_account_id, q.reason, q.numbers, "
@@ -354,13 +339,7 @@ void h_defaults_proposals_get(struct fcgi_ctx *c)
 		"LEFT JOIN users u ON u.id = q.decided_by WHERE (? = '' OR q.label = ?) AND (? = '' OR q.status = ?) "
 		"ORDER BY q.id DESC LIMIT " "500", (struct db_arg[]){ la, la, sa, sa }, 4, col, 15, proposal_row, &l, NULL,
 		DB_IDEMPOTENT);
-	if (st != DB_OK) {
-		buf_reset(b);
-		fcgi_reply_db_error(c, st);
-		return;
-	}
-	buf_puts(b, "]}");
-	fcgi_reply_buf(c, 200, "application/json");
+	jl_reply(c, st, "]}");
 }
 
 /* The {id} of the path as a proposal id, or 0 after a 404. */

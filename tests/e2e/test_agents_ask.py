@@ -20,16 +20,12 @@ The agents are claude-code agents created before any key is set: their
 first iteration fails at once with no_api_key (status error), so no agent
 turn runs and the stand-in sees only the asks. No root and no CLI needed."""
 import json
-import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
-from helpers import stack_sql as sql
-
-REPO = Path(__file__).resolve().parents[2]
+from helpers import AnthropicStandin, stack_sql as sql
 
 KEY = "sk-ant-api03-AskOwnerKey_" + "k" * 44 + "W7"
 GOAL = "find the 1-hour momentum effect on ETH"
@@ -59,33 +55,14 @@ def price(u):   # claude-sonnet-4-5 list prices per token (common/llm_prices.c)
             u.get("cache_creation_input_tokens", 0) * 3.75 + u.get("cache_read_input_tokens", 0) * 0.3) / 1e6
 
 
-class Standin:
-    def __init__(self, tmp):
-        self.log = tmp / "standin.jsonl"
-        self.release = tmp / RELEASE
-        script = tmp / "script.json"
-        turns = [dict(t, hold_until=str(self.release)) if "hold_until" in t else t for t in TURNS]
-        script.write_text(json.dumps({"turns": turns}))
-        self.p = subprocess.Popen(["/usr/bin/python3", str(REPO / "tests/lib/anthropic_standin.py"), "--script",
-                                   str(script), "--log", str(self.log)], stdout=subprocess.PIPE, text=True)
-        self.url = "http://127.0.0.1:%d" % int(self.p.stdout.readline())
-
-    def requests(self):
-        if not self.log.exists():
-            return []
-        return [json.loads(line) for line in self.log.read_text().splitlines()]
-
-    def close(self):
-        self.p.kill()
-        self.p.wait()
-        self.p.stdout.close()
-
-
 @pytest.fixture(scope="module")
 def standin(tmp_path_factory):
-    s = Standin(tmp_path_factory.mktemp("ask-standin"))
-    yield s
-    s.close()
+    tmp = tmp_path_factory.mktemp("ask-standin")
+    release = tmp / RELEASE
+    turns = [dict(t, hold_until=str(release)) if "hold_until" in t else t for t in TURNS]
+    with AnthropicStandin(tmp, {"turns": turns}) as s:
+        s.release = release
+        yield s
 
 
 @pytest.fixture(scope="module")

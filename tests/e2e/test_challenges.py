@@ -208,6 +208,13 @@ def test_create_validation(alice, body, status, code):
     assert r.json()["code"] == code and r.json()["error"]
 
 
+def test_unknown_challenge_lists_the_valid_ones(alice):
+    """The same message as an agent with an unknown challenge (fcgi ag_bad_challenge)."""
+    r = alice.post("/api/evaluations", {"challenge": "NOPE", "code": MOMENTUM})
+    assert r.status == 400, r
+    assert r.json()["error"].startswith("unknown challenge 'NOPE'; valid: ETH-1H-BINARY, "), r.json()
+
+
 def test_leaderboard_validation(alice):
     assert alice.get("/api/challenges/NOPE/leaderboard").status == 404
     r = alice.get("/api/challenges/ETH-1H-BINARY/leaderboard?mode=loose")

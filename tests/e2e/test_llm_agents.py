@@ -17,13 +17,12 @@ sandbox) and npm ci (the CLI)."""
 import json
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from helpers import stack_sql
+from helpers import AnthropicStandin, stack_sql
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = REPO / "node_modules/@anthropic-ai/claude-code/cli.js"
@@ -103,31 +102,10 @@ def price(u):   # sonnet 4.x list prices per token (the proxy's built-in table)
             u["cache_read_input_tokens"] * 0.3) / 1e6
 
 
-class Standin:
-    def __init__(self, tmp):
-        self.log = tmp / "standin.jsonl"
-        script = tmp / "script.json"
-        script.write_text(json.dumps({"turns": TURNS, "default": DEFAULT}))
-        self.p = subprocess.Popen(["/usr/bin/python3", str(REPO / "tests/lib/anthropic_standin.py"), "--script",
-                                   str(script), "--log", str(self.log)], stdout=subprocess.PIPE, text=True)
-        self.url = "http://127.0.0.1:%d" % int(self.p.stdout.readline())
-
-    def requests(self):
-        if not self.log.exists():
-            return []
-        return [json.loads(line) for line in self.log.read_text().splitlines()]
-
-    def close(self):
-        self.p.kill()
-        self.p.wait()
-        self.p.stdout.close()
-
-
 @pytest.fixture(scope="module")
 def standin(tmp_path_factory):
-    s = Standin(tmp_path_factory.mktemp("standin"))
-    yield s
-    s.close()
+    with AnthropicStandin(tmp_path_factory.mktemp("standin"), {"turns": TURNS, "default": DEFAULT}) as s:
+        yield s
 
 
 @pytest.fixture(scope="module")

@@ -54,8 +54,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	db_free(db);
-	tmariadb_stop(&srv);
+	tmariadb_finish(&srv, db);
 	return 0;
 }
 

@@ -30,7 +30,6 @@
 
 #include "common/db.h"
 #include "common/llm_reserve.h"
-#include "common/migrate.h"
 #include "tests/unit/lib/tmariadb.h"
 
 #define DBNAME "agenttest_llm_reserve"
@@ -72,26 +71,16 @@ static double one_dbl(const char *sql)
 
 static int setup(void **state)
 {
-	struct buf err = BUF_INIT;
-	size_t applied = 0;
 	(void)state;
-	if (!tmariadb_start(&srv, DBNAME) || !(db = tmariadb_connect(&srv, DBNAME)) ||
-	    !migrate_run(db, "sql", false, NULL, &applied, &err)) {
-		fprintf(stderr, "llm_reserve test setup: %s\n", buf_cstr(&err));
-		buf_free(&err);
-		db_free(db);
-		tmariadb_stop(&srv);
+	if (!tmariadb_start_migrated(&srv, DBNAME, &db, "llm_reserve test"))
 		return 1;
-	}
-	buf_free(&err);
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	db_free(db);
-	tmariadb_stop(&srv);
+	tmariadb_finish(&srv, db);
 	return 0;
 }
 

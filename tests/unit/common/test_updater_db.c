@@ -27,7 +27,6 @@
 #include <mysql.h>
 
 #include "common/db.h"
-#include "common/migrate.h"
 #include "common/paper_queue.h"
 #include "common/updater.h"
 #include "tests/unit/lib/tmariadb.h"
@@ -65,18 +64,9 @@ static void one_text(const char *sql, char *out, size_t cap)
 
 static int setup(void **state)
 {
-	struct buf err = BUF_INIT;
-	size_t applied = 0;
 	(void)state;
-	if (!tmariadb_start(&srv, DBNAME) || !(db = tmariadb_connect(&srv, DBNAME)) ||
-	    !migrate_run(db, "sql", false, NULL, &applied, &err)) {
-		fprintf(stderr, "updater test setup: %s\n", buf_cstr(&err));
-		buf_free(&err);
-		db_free(db);
-		tmariadb_stop(&srv);
+	if (!tmariadb_start_migrated(&srv, DBNAME, &db, "updater test"))
 		return 1;
-	}
-	buf_free(&err);
 	ok("SET SESSION foreign_key_checks = 0");   /* runs and their datasets are not needed here */
 	ok("INSERT INTO users (id, name, role) VALUES (7, 'upd-admin', 'admin')");
 	ok("INSERT INTO strategies (id, owner_id, name) VALUES (1, 7, 'd'), (2, 7, 'win'), (3, 7, 'same'), "
@@ -121,8 +111,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	db_free(db);
-	tmariadb_stop(&srv);
+	tmariadb_finish(&srv, db);
 	return 0;
 }
 

@@ -14,6 +14,7 @@
 
 #include "fcgi/app.h"
 #include "fcgi/handlers/handlers.h"
+#include "fcgi/handlers/json_list.h"
 
 static void h_echo(struct fcgi_ctx *c)
 {
@@ -55,6 +56,23 @@ static void h_tail(struct fcgi_ctx *c)
 
 static void h_noreply(struct fcgi_ctx *c) { (void)c; }
 
+/* A list route as the handlers write them (json_list.h): ?n= elements whose
+ * ranks start after ?offset=, ended as if the query returned ?fail= (a
+ * db_status, 0 for DB_OK). */
+static void h_list(struct fcgi_ctx *c)
+{
+	int64_t n, offset, fail;
+	if (!fcgi_query_int(c, "n", 0, 5, 0, &n) || !fcgi_query_int(c, "offset", 0, 100, 0, &offset) ||
+	    !fcgi_query_int(c, "fail", 0, DB__MAX - 1, 0, &fail))
+		return;
+	struct buf *b = fcgi_body_buf(c);
+	struct json_list l = JSON_LIST(b, offset);
+	buf_puts(b, "{\"items\":[");
+	for (int64_t i = 0; i < n; i++)
+		buf_printf(b, "{\"rank\":%lld}", jl_next(&l));
+	jl_reply(c, (enum db_status)fail, "]}");
+}
+
 /* An error quoting the user's ?q=, after ?pad= 'x's (to reach the 511-byte cut). */
 static void h_say(struct fcgi_ctx *c)
 {
@@ -82,6 +100,7 @@ static const struct fcgi_route routes[] = {
 	{ HTTP_GET, "/t/admin", h_opt, ACCESS_ADMIN, BODY_NONE },
 	{ HTTP_GET, "/t/noreply", h_noreply, ACCESS_PUBLIC, BODY_NONE },
 	{ HTTP_GET, "/t/say", h_say, ACCESS_PUBLIC, BODY_NONE },
+	{ HTTP_GET, "/t/list", h_list, ACCESS_PUBLIC, BODY_NONE },
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
 
@@ -521,6 +540,32 @@ static void test_metrics_text(void **state)
 	(void)state;
 }
 
+/* json_list: a comma between elements only, ranks after the offset, the
+ * tail on success; on a database error nothing of the list, only the error. */
+static void test_json_list(void **state)
+{
+	struct resp r;
+	run(&r, "GET", "/t/list?n=0", NULL, NULL);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, "{\"items\":[]}");
+	assert_non_null(strstr(r.head, "Content-Type: application/json"));
+	run(&r, "GET", "/t/list?n=1", NULL, NULL);
+	assert_string_equal(r.body, "{\"items\":[{\"rank\":1}]}");
+	run(&r, "GET", "/t/list?n=3&offset=40", NULL, NULL);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, "{\"items\":[{\"rank\":41},{\"rank\":42},{\"rank\":43}]}");
+	char uri[64];
+	snprintf(uri, sizeof uri, "/t/list?n=2&fail=%d", (int)DB_UNAVAILABLE);
+	run(&r, "GET", uri, NULL, NULL);
+	expect_error(&r, 503, "unavailable");
+	assert_null(strstr(r.body, "items"));
+	snprintf(uri, sizeof uri, "/t/list?n=2&fail=%d", (int)DB_ERROR);
+	run(&r, "GET", uri, NULL, NULL);
+	expect_error(&r, 500, "internal");
+	assert_null(strstr(r.body, "rank"));
+	(void)state;
+}
+
 static void test_malformed_params(void **state)
 {
 	struct resp r;
@@ -580,6 +625,7 @@ int main(void)
 		cmocka_unit_test(test_query_token_cookie),
 		cmocka_unit_test(test_metrics_text),
 		cmocka_unit_test(test_malformed_params),
+		cmocka_unit_test(test_json_list),
 	};
 	return cmocka_run_group_tests_name("app", tests, setup, teardown);
 }

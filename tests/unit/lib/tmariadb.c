@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/buf.h"
+#include "common/migrate.h"
 #include "tests/unit/lib/tmariadb.h"
 
 /* Run a shell command (see tmariadb.h). */
@@ -113,4 +115,28 @@ void tmariadb_stop(struct tmariadb *t)
 	tmariadb_halt(t);
 	if (t->dir[0] != '\0')
 		tmariadb_sh("rm -rf '%s'", t->dir);
+}
+
+/* Server, handle and schema in one step (see tmariadb.h). */
+bool tmariadb_start_migrated(struct tmariadb *t, const char *database, struct db **db, const char *who)
+{
+	struct buf err = BUF_INIT;
+	size_t applied = 0;
+	*db = NULL;
+	bool ok = tmariadb_start(t, database) && (*db = tmariadb_connect(t, database)) != NULL &&
+		  migrate_run(*db, "sql", false, NULL, &applied, &err);
+	if (!ok) {
+		fprintf(stderr, "%s setup: %s\n", who, err.len ? buf_cstr(&err) : "no server or no connection");
+		tmariadb_finish(t, *db);
+		*db = NULL;
+	}
+	buf_free(&err);
+	return ok;
+}
+
+/* Free the handle and stop (see tmariadb.h). */
+void tmariadb_finish(struct tmariadb *t, struct db *db)
+{
+	db_free(db);
+	tmariadb_stop(t);
 }

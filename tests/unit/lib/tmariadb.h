@@ -37,4 +37,17 @@ struct db *tmariadb_connect(const struct tmariadb *t, const char *database);
 /* Stop the server and remove its directory (also after a failed start). */
 void tmariadb_stop(struct tmariadb *t);
 
+/*
+ * The group setup of a test on the real schema: start a server with
+ * `database`, connect *db to it and apply every migration of sql/ (the unit
+ * tests run from the repository root). On failure prints "<who> setup:
+ * <why>" on stderr, frees the handle (*db NULL), stops and removes the
+ * server (cmocka runs no teardown after a failed group setup) and returns
+ * false.
+ */
+bool tmariadb_start_migrated(struct tmariadb *t, const char *database, struct db **db, const char *who);
+
+/* The group teardown: free db (NULL is fine), stop and remove the server. */
+void tmariadb_finish(struct tmariadb *t, struct db *db);
+
 #endif

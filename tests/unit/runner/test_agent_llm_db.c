@@ -29,7 +29,6 @@
 #include <mysql.h>
 
 #include "common/db.h"
-#include "common/migrate.h"
 #include "common/secret.h"
 #include "common/secret_store.h"
 #include "evaluator/runner/agent.h"
@@ -66,17 +65,16 @@ static long long one_int(const char *sql)
 static int setup(void **state)
 {
 	struct buf err = BUF_INIT;
-	size_t applied = 0;
 	unsigned char k[SECRET_BYTES];
 	(void)state;
 	snprintf(secret_path, sizeof secret_path, "/tmp/agenttest-llm-secret-%ld", (long)getpid());
 	unlink(secret_path);
-	if (!secret_load(secret_path, true, k, &err) || !tmariadb_start(&srv, DBNAME) ||
-	    !(db = tmariadb_connect(&srv, DBNAME)) || !migrate_run(db, "sql", false, NULL, &applied, &err)) {
+	if (!tmariadb_start_migrated(&srv, DBNAME, &db, "agent_llm test"))
+		return 1;
+	if (!secret_load(secret_path, true, k, &err)) {
 		fprintf(stderr, "agent_llm test setup: %s\n", buf_cstr(&err));
 		buf_free(&err);
-		db_free(db);
-		tmariadb_stop(&srv);
+		tmariadb_finish(&srv, db);
 		unlink(secret_path);
 		return 1;
 	}
@@ -97,8 +95,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	db_free(db);
-	tmariadb_stop(&srv);
+	tmariadb_finish(&srv, db);
 	unlink(secret_path);
 	return 0;
 }

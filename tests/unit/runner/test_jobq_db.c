@@ -26,7 +26,6 @@
 
 #include "common/db.h"
 #include "common/job_status.h"
-#include "common/migrate.h"
 #include "evaluator/runner/jobq.h"
 #include "evaluator/runner/runner.h"
 #include "tests/unit/lib/tmariadb.h"
@@ -192,18 +191,9 @@ static void clear_tables(void)
  * a failure stops the server (cmocka runs no teardown after it). */
 static int setup(void **state)
 {
-	struct buf err = BUF_INIT;
-	size_t applied = 0;
 	(void)state;
-	if (!tmariadb_start(&srv, DBNAME) || !(db = tmariadb_connect(&srv, DBNAME)) ||
-	    !migrate_run(db, "sql", false, NULL, &applied, &err)) {
-		fprintf(stderr, "jobq test database: %s\n", buf_cstr(&err));
-		buf_free(&err);
-		db_free(db);
-		tmariadb_stop(&srv);
+	if (!tmariadb_start_migrated(&srv, DBNAME, &db, "jobq test"))
 		return 1;
-	}
-	buf_free(&err);
 	ok(db, "INSERT IGNORE INTO users (id, name) VALUES (1, 'jobq-test'), (2, 'jobq-other')", NULL, 0);
 	ok(db, "INSERT IGNORE INTO datasets (id, version, dataset_hash, path, assets, interval_ms, bars, first_ts, last_ts) "
 	       "VALUES (1, 'v1', REPEAT('a', 64), '/nonexistent', '[\"X\"]', 60000, 10, 0, 540000)", NULL, 0);
@@ -216,8 +206,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	db_free(db);
-	tmariadb_stop(&srv);
+	tmariadb_finish(&srv, db);
 	return 0;
 }
 
