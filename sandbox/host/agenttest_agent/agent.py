@@ -116,9 +116,8 @@ def base_cfg(ctx, feats):
     cfg = {"features": feats, "lam": 1.0}
     if ctx.type == "hitfirst":
         cfg["shrink"] = 0.3
-    if ctx.type == "xsec_rank":
-        cfg["gate"] = 0.01
-        cfg["pooled"] = False
+    if ctx.type in ("xsec_rank", "breakout"):
+        cfg["select"] = 3.0
     return cfg
 
 
@@ -146,11 +145,10 @@ def moves(ctx, cfg, names, rng):
         for s in (0.1, 0.5):
             if s != cfg["shrink"]:
                 out.append(("shrink %g" % s, dict(cfg, shrink=s)))
-    if ctx.type == "xsec_rank":
-        out.append(("pooled %s" % (not cfg["pooled"]), dict(cfg, pooled=not cfg["pooled"])))
-        for g in (0.001, 0.05, 1.0):
-            if g != cfg["gate"]:
-                out.append(("gate %g" % g, dict(cfg, gate=g)))
+    if ctx.type in ("xsec_rank", "breakout"):
+        for g in (2.0, 4.0, 6.0):
+            if g != cfg["select"]:
+                out.append(("asset selection t >= %g" % g, dict(cfg, select=g)))
     # adds first (the search's main direction), the rest in seeded order
     head, tail = out[:len(adds)], out[len(adds):]
     rng.shuffle(tail)
@@ -288,8 +286,10 @@ def run(ws, n, challenge, seed, min_iterations, agent_id, data_dir):
         "inference_spec": {
             "summary": "%s of %s on 1-minute closes and volumes" % (
                 {"binary": "logistic regression", "hitfirst": "multinomial regression (shrunk to the class prior)",
-                 "lbfgs": "class-balanced multinomial regression", "xsec_rank": "ridge regression per asset",
-                 "breakout": "pooled logistic regression over breakout events"}[ctx.type],
+                 "lbfgs": "class-balanced multinomial regression", "xsec_rank": "ridge regression per asset on its own 30-minute trend, "
+                 "only the assets where it is significant ranked (the others tied)",
+                 "breakout": "ridge regression per asset on its own 30-minute trend along the break's side, "
+                 "only the assets where it is significant scored (the others 0.5)"}[ctx.type],
                 ", ".join(model["features"])),
             "data_requirements": [{"field": "close", "source": "OHLCV", "granularity": "1m",
                                    "lookback": "%d bars" % F.WARMUP,
