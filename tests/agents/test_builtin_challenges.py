@@ -106,3 +106,61 @@ def test_real_xsec_iteration_sealed_score_equals_the_fast_figure(tmp_path):
     fast, _model = sealed_in_process("XSEC-RANK", os.path.join(ag["root"], "scoring", "iteration_1.py"))
     assert v == pytest.approx(fast, abs=1e-9)
     assert e["metrics"]["dev_only"] is True
+
+
+def test_generated_predictor_reuses_its_row_between_computes(tmp_path):
+    """The evaluation loop predicts every bar but computes features every
+    compute_interval bars (10 on the multi-asset challenges), passing the
+    same features object in between: the generated TechPredictor returns
+    its previous row for it (read-only) instead of recomputing, and
+    recomputes for any other object; the rows equal _predict on the JSON
+    model exactly (the scores cannot change)."""
+    code, _a = first_turn(tmp_path, "MULTI-BREAKOUT")
+    spec = importlib.util.spec_from_file_location("it_memo", code)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.TechFeaturizer.compute_interval == 10
+    info = CATALOGUE["MULTI-BREAKOUT"]
+    full = DataProvider.from_dataset(default_dataset_dir(), info["assets"], DAYS)
+    ctx = R.Context("MULTI-BREAKOUT", info, full)
+    X = {a: ctx.matrix(a, mod.MODEL["features"]) for a in info["assets"]}
+    p = mod.TechPredictor()
+    f1 = {a: X[a][[5000]] for a in info["assets"]}
+    f2 = {a: X[a][[5010]] for a in info["assets"]}
+    r1 = p.predict(f1)
+    assert p.predict(f1) is r1 and not r1.flags.writeable
+    r2 = p.predict(f2)
+    assert r2 is not r1
+    assert np.array_equal(r1, mod._predict(mod.MODEL, f1)[0]) and np.array_equal(r2, mod._predict(mod.MODEL, f2)[0])
+    f1b = dict(f1)
+    f1b["ETH"] = X["ETH"][[5020]]   # another object: recomputed
+    assert np.array_equal(p.predict(f1b), mod._predict(mod.MODEL, f1b)[0])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
+def test_a_kept_set_is_not_scored_again(tmp_path, monkeypatch):
+    """When the built-in agent keeps its best set (iteration 2 on
+    ETH-1H-BINARY: no move improves on the first set), it writes the same
+    bytes again, and the trusted side reuses the scores of that code
+    instead of streaming the span once more: same metrics, sealed and dev;
+    other bytes (a comment added) are a different key."""
+    ag = dict(id="k1", root=str(tmp_path / "agent"), challenge="ETH-1H-BINARY", goal="find a signal",
+              driver="builtin", seed=1, min_iterations=1, max_iterations=2, days_back=DAYS,
+              dataset=default_dataset_dir())
+    st, e1 = iteration.run_iteration(ag, 1, [], "")
+    assert st == "ok" and not e1["has_error"] and "score_reused" not in e1, e1
+    def no_second_evaluation(*a):
+        raise AssertionError("the same code was evaluated again")
+
+    monkeypatch.setattr(iteration, "_evaluate", no_second_evaluation)
+    st, e2 = iteration.run_iteration(ag, 2, [e1], "")
+    assert st == "ok" and not e2["has_error"], e2
+    assert e2["analysis"]["what_changed"].startswith("tried "), e2["analysis"]   # the set was kept
+    assert e2["code_hash"] == e1["code_hash"] and e2["score_reused"] is True
+    assert e2["metrics"] == e1["metrics"] and e2["holdout_metrics"] == e1["holdout_metrics"]
+    with open(os.path.join(ag["root"], "scoring", "iteration_2.py"), "rb") as f:
+        code = f.read()
+    scoring = os.path.join(ag["root"], "scoring")
+    assert os.path.exists(iteration._score_cache_path(scoring, code, ag))
+    assert not os.path.exists(iteration._score_cache_path(scoring, code + b"# other\n", ag))
+    assert not os.path.exists(iteration._score_cache_path(scoring, code, dict(ag, days_back=90)))

@@ -241,7 +241,7 @@ def run(ws, n, challenge, seed, min_iterations, agent_id, data_dir):
     if best is not None and any(not allowed(x, st["exclude"]) for x in best["cfg"]["features"]):
         kept = [x for x in best["cfg"]["features"] if allowed(x, st["exclude"])] or names[:1]
         v, _r = R.validate(ctx, dict(best["cfg"], features=kept))
-        best = {"cfg": dict(best["cfg"], features=kept), "value": v}
+        best = {"cfg": dict(best["cfg"], features=kept), "value": v, "since": n}
         what_changed = "dropped excluded families as asked; "
     if best is None or best["value"] is None:
         top = names[:3]
@@ -251,7 +251,7 @@ def run(ws, n, challenge, seed, min_iterations, agent_id, data_dir):
             raise SystemExit("no configuration could be validated")
         res.sort(key=lambda r: -r[0])
         o, desc, cfg, v = res[0]
-        best = {"cfg": cfg, "value": v}
+        best = {"cfg": cfg, "value": v, "since": n}
         what_changed += "first set: %s" % desc
         st["stall"] = 0
         improved = True
@@ -264,7 +264,7 @@ def run(ws, n, challenge, seed, min_iterations, agent_id, data_dir):
         if improved:
             o, desc, cfg, v = res[0]
             what_changed += "%s (%s %.4f -> %.4f)" % (desc, ctx.primary, best["value"], v)
-            best = {"cfg": cfg, "value": v}
+            best = {"cfg": cfg, "value": v, "since": n}
             st["stall"] = 0
         else:
             what_changed += "tried %s; none improved on %.4f, kept the set" % (
@@ -276,7 +276,8 @@ def run(ws, n, challenge, seed, min_iterations, agent_id, data_dir):
     model = R.fit(ctx, best["cfg"], ctx.T)
     hyp = "features %s predict %s on the dev walk-forward (%s %.4f vs baseline %.4f)" % (
         ", ".join(best["cfg"]["features"]), challenge, ctx.primary, best["value"], ctx.baseline)
-    write(ws, "iteration_%d.py" % n, strategy_source(n, agent_id, challenge, model, ctx.ci, hyp))
+    write(ws, "iteration_%d.py" % n, strategy_source(best.get("since", n), agent_id, challenge, model,
+                                                              ctx.ci, hyp))
     screened = st["screen"]
     done = (st["stall"] >= MAX_STALL or steer_msg["stop"]) and n >= min_iterations
     worked = [t for t in tried_list if ctx.objective(t["value"]) is not None and
