@@ -163,7 +163,12 @@ def run_turn(program, ws, dev, log_path, should_stop, box, profile="strategy", e
     if status is None:
         status = "ok" if p.returncode == 0 else "error"
         verdict = _meta_verdict(meta)
-        if verdict:   # the sandbox ended the agent (seccomp, memory, ...): say so
+        if verdict and verdict.startswith("TO:"):
+            # the box's own CPU and wall limits are MANTIS_ITER_WALL_TIMEOUT
+            # too: when the box ends the turn a moment before this loop does,
+            # it is the same wall-clock kill
+            status = "timeout"
+        elif verdict:   # the sandbox ended the agent (seccomp, memory, ...): say so
             status = verdict
     with open(log_path, "ab") as log:   # the operator sees why a turn ended (and why a retry came)
         log.write(b"[turn] ended: %s (exit status %d)\n" % (status.encode(), p.returncode))
