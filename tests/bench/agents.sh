@@ -2,7 +2,9 @@
 # Built-in research agent: AGENT_ITERS (10) iterations on ETH-1H-BINARY
 # (60 days), time per iteration split into the agent's turn (sandboxed) and
 # the trusted scoring (dev-only + sealed holdout evaluations), then
-# AGENT_PARALLEL (5) agents at once doing one iteration each. Needs root
+# AGENT_PARALLEL (5) agents at once doing one iteration each, then (unless
+# AGENT_ALL=0) one real iteration on every challenge with its sealed score
+# against the baseline (exit 1 when one is not beaten). Needs root
 # and make build. CPU time figures are printed too (the machine is shared).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -51,4 +53,35 @@ if par > 0:
                               sum(r["score_s"] for r in res) / par))
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
 print("children CPU: user %.1f s, sys %.1f s" % (ru.ru_utime, ru.ru_stime))
+PY
+[ "${AGENT_ALL:-1}" = 0 ] && exit 0
+# Every challenge of the default market: one real iteration each (turn in
+# the agent sandbox, trusted --split scoring), its sealed score against the
+# challenge's baseline (issue 15: a baseline-beating iteration for every one).
+"$PYTHON" - "$tmp" <<'PY'
+import os, resource, sys
+sys.path[:0] = ["evaluator/runner", "sandbox/host"]
+from agentloop.iteration import run_iteration
+from agenttest.data import default_dataset_dir
+from agenttest.evaluator import challenges
+tmp, bad = sys.argv[1], []
+def cpu():
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+for ch, info in sorted(challenges().items()):
+    mi = info["metric_info"]
+    ag = dict(id="all", root=os.path.join(tmp, "all-" + ch), challenge=ch, goal="bench", driver="builtin", seed=1,
+              min_iterations=1, max_iterations=1, days_back=60, dataset=default_dataset_dir())
+    c0 = cpu()
+    st, e = run_iteration(ag, 1, [], "")
+    v = (e.get("holdout_metrics") or {}).get(mi["primary"])
+    ok = v is not None and (v > mi["baseline"] if mi["direction"] == "higher" else v < mi["baseline"])
+    bad += [] if ok else [ch]
+    print("%-18s sealed %s %s (baseline %.4f, %s) dev %s; agent %.1f s, scoring %.1f s, CPU %.1f s%s"
+          % (ch, mi["primary"], "n/a" if v is None else "%.4f" % v, mi["baseline"], mi["direction"],
+             "%.4f" % e["metrics"][mi["primary"]] if e.get("metrics") else "n/a", e["agent_s"], e["score_s"],
+             cpu() - c0, "" if ok else "  NOT BEATEN: %s" % (e.get("error") or e.get("holdout_error") or "")),
+          flush=True)
+print("every challenge beaten" if not bad else "not beaten: %s" % ", ".join(bad))
+sys.exit(1 if bad else 0)
 PY

@@ -76,10 +76,12 @@ test('launch a built-in agent from the form and watch its first iteration arrive
   await open(page, '#/agents');
   await page.getByLabel('Goal').fill(`browser agent ${stamp}: 1-hour momentum on ETH`);
   await page.getByLabel('Driver').selectOption('builtin');
-  // at least 3 iterations: the agent is still at work when the next test
-  // pauses and stops it (the after hook stops it in any case)
-  await page.getByLabel('Minimum iterations').fill('3');
-  await page.getByLabel('Maximum iterations').fill('5');
+  // 20 iterations: the agent is still at work when the next test pauses
+  // and stops it (the after hook stops it in any case); a kept set's
+  // iteration takes only seconds (its scores are reused), so a few would
+  // be over before that test starts
+  await page.getByLabel('Minimum iterations').fill('20');
+  await page.getByLabel('Maximum iterations').fill('20');
   await page.getByLabel('Days of history').fill('60');
   await page.getByRole('button', { name: 'Launch agent' }).click();
   const h = await page.waitForFunction(() => {
@@ -99,7 +101,7 @@ test('launch a built-in agent from the form and watch its first iteration arrive
   assert.match(await listRow.innerText(), /ETH-1H-BINARY/);
   assert.match(await page.getByTestId('agent-summary').innerText(), /ETH-1H-BINARY/);
   // live activity lines of the iteration in flight (iteration 1, or 2 if
-  // 1 passed between two polls: min_iterations 3 keeps one running)
+  // 1 passed between two polls: min_iterations 20 keeps one running)
   await page.locator('[data-testid="activity"] ol.activity li').first().waitFor({ timeout: ITERATION_WAIT });
   // the first iteration's row appears by itself
   await page.locator('[data-testid="iterations"] tr[data-iteration="1"]').waitFor({ timeout: ITERATION_WAIT });
@@ -114,10 +116,10 @@ test('launch a built-in agent from the form and watch its first iteration arrive
   const d = await apiFetch(page, `/api/agents/${agentId}`);
   assert.equal(d.status, 200);
   assert.ok(d.body.iteration_count >= 1);
-  // the list tab shows the iteration (x / 5 done) without a reload
+  // the list tab shows the iteration (x / 20 done) without a reload
   await listTab.waitForFunction((aid) => {
     const r = document.querySelector(`[data-testid="agent-list"] tr[data-agent="${aid}"]`);
-    return r && /\b[1-5] \/ 5\b/.test(r.innerText);
+    return r && /\b([1-9]|1\d|20) \/ 20\b/.test(r.innerText);
   }, agentId, { timeout: 60000 });
   assert.equal(await listTab.evaluate(() => window.agentsNoReload), true, 'the list was not reloaded');
   await listTab.close();
@@ -128,7 +130,7 @@ test('launch a built-in agent from the form and watch its first iteration arrive
 test('pause, resume and stop from the detail page; stop is confirmed and dangerous', { timeout: 600000 }, async () => {
   assert.ok(agentId, 'the launch test made an agent');
   await open(page, `#/agents/${agentId}`);
-  // iteration 1 is scored and min_iterations is 3: the agent is at work
+  // iteration 1 is scored and min_iterations is 20: the agent is at work
   assert.match(await statusText(), /running|starting/);
   await page.getByRole('button', { name: 'Pause', exact: true }).click();
   // paused between iterations, or a pause requested of the running one

@@ -165,6 +165,9 @@ def test_pause_during_iteration_resume_then_stop(lstack, tok):
     assert "iteration_started" in kinds and "iteration_scored" in kinds and kinds[-1] in ("status", "paused")
     scored = [e["data"] for e in events(lstack, tok, aid) if e["event"] == "iteration_scored"]
     assert scored[0]["iteration"] == 1 and scored[0]["holdout_score"] == d["iterations"][0]["holdout_score"]
+    # a changed set, so iteration 2 is scored (a kept set's scores are reused at once)
+    r = post(lstack, f"/api/agents/{aid}/message", tok, {"text": "exclude bollinger"})
+    assert r.status == 200, r
     assert post(lstack, f"/api/agents/{aid}/resume", tok).json() == {"paused": False}
     wait_for(lstack, tok, aid, lambda d: running(d) and d["activity"]["iteration"] == 2, what="iteration 2")
     time.sleep(2)   # inside the agent's turn or its scoring: either is stopped

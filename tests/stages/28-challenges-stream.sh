@@ -5,7 +5,8 @@
 # challenge end to end and equal to the in-process SDK, the leak tests, NaN
 # and shape handling, dev-only sealing, the planted ETH momentum; the SDK
 # (README example, the original suite's view/provider ideas, aliases); the
-# built-in research agent on the planted signal (tests/agents/).
+# built-in research agent on the planted signal and on every challenge
+# (tests/agents/).
 # Needs bin/agenttest and libagenttest_eval.so (make build) and root for the
 # confined sandbox (the confined tests skip without it).
 set -euo pipefail
@@ -17,5 +18,5 @@ for f in "$AGENTTEST_EVAL_LIB" bin/agenttest; do
   [ -e "$f" ] || { echo "28-challenges-stream: $f missing (make build)"; exit 1; }
 done
 exec "$PYTHON" -m pytest -q -p no:cacheprovider tests/challenges/test_stream*.py tests/challenges/test_sdk*.py \
-  tests/agents/test_builtin_agent.py tests/agents/test_egress.py tests/agents/test_llm_agent.py \
+  tests/agents/test_builtin_agent.py tests/agents/test_builtin_challenges.py tests/agents/test_egress.py tests/agents/test_llm_agent.py \
   --junitxml="$AGENTTEST_JUNIT_DIR/challenges-stream.xml" -o junit_suite_name=challenges-stream "$@"

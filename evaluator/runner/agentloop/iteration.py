@@ -17,7 +17,11 @@ shown in HISTORY.md, exactly what a --dev-only run gives) and the result
 with the last 20 days as holdout (`holdout_metrics`: sealed, for the
 owner only; neither its numbers nor its error text, logs or timing are
 written anywhere the agent can read). Streaming the dev bars once instead
-of twice saves about 40 % of the scoring (docs/agents.md). Nothing the agent wrote besides
+of twice saves about 40 % of the scoring (docs/agents.md). An iteration
+whose file is byte for byte one scored before on the same challenge, data
+and span reuses that result (scoring/scores/, keyed by a hash of all
+four): the evaluation is deterministic, and the built-in agent rewrites
+the same bytes whenever it keeps its best set. Nothing the agent wrote besides
 iteration_N.py and iteration_N_analysis.json is read.
 
 Live activity (on_activity): for the built-in driver every line the agent
@@ -159,7 +163,12 @@ def run_turn(program, ws, dev, log_path, should_stop, box, profile="strategy", e
     if status is None:
         status = "ok" if p.returncode == 0 else "error"
         verdict = _meta_verdict(meta)
-        if verdict:   # the sandbox ended the agent (seccomp, memory, ...): say so
+        if verdict and verdict.startswith("TO:"):
+            # the box's own CPU and wall limits are MANTIS_ITER_WALL_TIMEOUT
+            # too: when the box ends the turn a moment before this loop does,
+            # it is the same wall-clock kill
+            status = "timeout"
+        elif verdict:   # the sandbox ended the agent (seccomp, memory, ...): say so
             status = verdict
     with open(log_path, "ab") as log:   # the operator sees why a turn ended (and why a retry came)
         log.write(b"[turn] ended: %s (exit status %d)\n" % (status.encode(), p.returncode))
@@ -194,6 +203,43 @@ def _evaluate(code_path, challenge, dataset, days_back):
         return None, err
     except (ValueError, IndexError):
         return None, {"code": "internal", "error": "the evaluator gave no result"}
+
+
+def _score_cache_path(scoring, code, agent):
+    """Where the scores of this exact code on this agent's challenge, data
+    and span are kept: scoring/scores/<sha256>.json (trusted only, like
+    the rest of scoring/). The dataset is named by its manifest's
+    dataset_hash (its path when it has none)."""
+    try:
+        with open(os.path.join(agent["dataset"], "manifest.json"), encoding="utf-8") as f:
+            data = json.load(f).get("dataset_hash") or ""
+    except (OSError, ValueError, AttributeError):
+        data = ""
+    h = hashlib.sha256()
+    for part in (agent["challenge"], str(agent["days_back"]), str(devdata.HOLDOUT_DAYS),
+                 data or os.path.realpath(agent["dataset"])):
+        h.update(part.encode() + b"\0")
+    h.update(code)
+    return os.path.join(scoring, "scores", h.hexdigest() + ".json")
+
+
+def _cached_scores(path):
+    """The --split result stored at path, or None."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            both = json.load(f)
+        return both if isinstance(both, dict) and "dev" in both else None
+    except (OSError, ValueError):
+        return None
+
+
+def _store_scores(path, both):
+    """Keep a successful --split result for the same code later (atomic)."""
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(both, f)
+    os.replace(tmp, path)
 
 
 def _headline(m):
@@ -286,7 +332,16 @@ def run_iteration(agent, n, entries, inbox, should_stop=lambda: False, on_scorin
         with open(cp, "wb") as f:
             f.write(code)
         act("scoring iteration_%d.py on the dev walk-forward windows and the sealed holdout (one stream)" % n)
-        both, dev_err = _evaluate(cp, agent["challenge"], agent["dataset"], agent["days_back"])
+        cache = _score_cache_path(P["scoring"], code, agent)
+        both = _cached_scores(cache)
+        if both is not None:
+            dev_err = None
+            entry["score_reused"] = True
+            act("iteration_%d.py is byte for byte an earlier iteration's: its scores are reused" % n)
+        else:
+            both, dev_err = _evaluate(cp, agent["challenge"], agent["dataset"], agent["days_back"])
+            if not dev_err:
+                _store_scores(cache, both)
         if dev_err:
             act("dev scoring failed: %s" % dev_err.get("code"))
             entry.update(has_error=True, error="%s: %s" % (dev_err.get("code"), _clip(dev_err.get("error"), 2000)))

@@ -72,6 +72,26 @@ class Box:
             self.fd = None
 
 
+OUTPUT_BASE = 64 << 20
+
+
+def output_limit(dev_dir):
+    """The largest file the agent may write: 64 MiB plus twice its dev
+    data. The SDK keeps its market copy in an unlinked workspace file
+    (no memfd in the box), as large as the assets' columns it loads, so a
+    29-asset challenge over 60 days needs more than the 64 MiB that was
+    the flat limit (the turn died with EFBIG)."""
+    total = 0
+    try:
+        with os.scandir(dev_dir) as it:
+            for e in it:
+                if e.is_file(follow_symlinks=False):
+                    total += e.stat(follow_symlinks=False).st_size
+    except OSError:
+        pass
+    return OUTPUT_BASE + 2 * total
+
+
 def argv(helper, box, workspace, host_dir, lib, dev_dir, program, meta, profile="strategy",
          extra_env=None, extra_binds=()):
     """The agenttest-sandbox command line of an agent turn. profile "agent"
@@ -90,7 +110,7 @@ def argv(helper, box, workspace, host_dir, lib, dev_dir, program, meta, profile=
     }
     a = [helper, "--box=%d" % box.number, "--cpu=%d" % wall, "--wall=%d" % wall,
          "--mem=%d" % config.agent_memory_bytes(), "--procs=512", "--files=256",
-         "--output=64M", "--meta=%s" % meta,
+         "--output=%d" % output_limit(dev_dir), "--meta=%s" % meta,
          "--bind=%s:%s" % (os.path.realpath(host_dir), HOST_DIR),
          "--bind=%s:%s" % (os.path.realpath(lib), LIB_PATH),
          "--bind=%s:%s" % (os.path.realpath(dev_dir), DATA_DIR),

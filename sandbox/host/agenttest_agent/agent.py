@@ -116,9 +116,8 @@ def base_cfg(ctx, feats):
     cfg = {"features": feats, "lam": 1.0}
     if ctx.type == "hitfirst":
         cfg["shrink"] = 0.3
-    if ctx.type == "xsec_rank":
-        cfg["gate"] = 0.01
-        cfg["pooled"] = False
+    if ctx.type in ("xsec_rank", "breakout"):
+        cfg["select"] = 3.0
     return cfg
 
 
@@ -146,11 +145,10 @@ def moves(ctx, cfg, names, rng):
         for s in (0.1, 0.5):
             if s != cfg["shrink"]:
                 out.append(("shrink %g" % s, dict(cfg, shrink=s)))
-    if ctx.type == "xsec_rank":
-        out.append(("pooled %s" % (not cfg["pooled"]), dict(cfg, pooled=not cfg["pooled"])))
-        for g in (0.001, 0.05, 1.0):
-            if g != cfg["gate"]:
-                out.append(("gate %g" % g, dict(cfg, gate=g)))
+    if ctx.type in ("xsec_rank", "breakout"):
+        for g in (2.0, 4.0, 6.0):
+            if g != cfg["select"]:
+                out.append(("asset selection t >= %g" % g, dict(cfg, select=g)))
     # adds first (the search's main direction), the rest in seeded order
     head, tail = out[:len(adds)], out[len(adds):]
     rng.shuffle(tail)
@@ -243,7 +241,7 @@ def run(ws, n, challenge, seed, min_iterations, agent_id, data_dir):
     if best is not None and any(not allowed(x, st["exclude"]) for x in best["cfg"]["features"]):
         kept = [x for x in best["cfg"]["features"] if allowed(x, st["exclude"])] or names[:1]
         v, _r = R.validate(ctx, dict(best["cfg"], features=kept))
-        best = {"cfg": dict(best["cfg"], features=kept), "value": v}
+        best = {"cfg": dict(best["cfg"], features=kept), "value": v, "since": n}
         what_changed = "dropped excluded families as asked; "
     if best is None or best["value"] is None:
         top = names[:3]
@@ -253,7 +251,7 @@ def run(ws, n, challenge, seed, min_iterations, agent_id, data_dir):
             raise SystemExit("no configuration could be validated")
         res.sort(key=lambda r: -r[0])
         o, desc, cfg, v = res[0]
-        best = {"cfg": cfg, "value": v}
+        best = {"cfg": cfg, "value": v, "since": n}
         what_changed += "first set: %s" % desc
         st["stall"] = 0
         improved = True
@@ -266,7 +264,7 @@ def run(ws, n, challenge, seed, min_iterations, agent_id, data_dir):
         if improved:
             o, desc, cfg, v = res[0]
             what_changed += "%s (%s %.4f -> %.4f)" % (desc, ctx.primary, best["value"], v)
-            best = {"cfg": cfg, "value": v}
+            best = {"cfg": cfg, "value": v, "since": n}
             st["stall"] = 0
         else:
             what_changed += "tried %s; none improved on %.4f, kept the set" % (
@@ -278,7 +276,8 @@ def run(ws, n, challenge, seed, min_iterations, agent_id, data_dir):
     model = R.fit(ctx, best["cfg"], ctx.T)
     hyp = "features %s predict %s on the dev walk-forward (%s %.4f vs baseline %.4f)" % (
         ", ".join(best["cfg"]["features"]), challenge, ctx.primary, best["value"], ctx.baseline)
-    write(ws, "iteration_%d.py" % n, strategy_source(n, agent_id, challenge, model, ctx.ci, hyp))
+    write(ws, "iteration_%d.py" % n, strategy_source(best.get("since", n), agent_id, challenge, model,
+                                                              ctx.ci, hyp))
     screened = st["screen"]
     done = (st["stall"] >= MAX_STALL or steer_msg["stop"]) and n >= min_iterations
     worked = [t for t in tried_list if ctx.objective(t["value"]) is not None and
@@ -288,8 +287,10 @@ def run(ws, n, challenge, seed, min_iterations, agent_id, data_dir):
         "inference_spec": {
             "summary": "%s of %s on 1-minute closes and volumes" % (
                 {"binary": "logistic regression", "hitfirst": "multinomial regression (shrunk to the class prior)",
-                 "lbfgs": "class-balanced multinomial regression", "xsec_rank": "ridge regression per asset",
-                 "breakout": "pooled logistic regression over breakout events"}[ctx.type],
+                 "lbfgs": "class-balanced multinomial regression", "xsec_rank": "ridge regression per asset on its own 30-minute trend, "
+                 "only the assets where it is significant ranked (the others tied)",
+                 "breakout": "ridge regression per asset on its own 30-minute trend along the break's side, "
+                 "only the assets where it is significant scored (the others 0.5)"}[ctx.type],
                 ", ".join(model["features"])),
             "data_requirements": [{"field": "close", "source": "OHLCV", "granularity": "1m",
                                    "lookback": "%d bars" % F.WARMUP,

@@ -79,33 +79,3 @@ def fwd_return(c, h):
     y[:T - h] = c[h:] / c[:T - h] - 1.0
     return y, np.isfinite(y)
 
-
-def breakout_events(c, lookback=5760, expiry=43200):
-    """The agent's approximation of MULTI-BREAKOUT events of one asset:
-    list of (trigger t, direction +1/-1, label 1 continuation / 0 reversal)."""
-    import pandas as pd
-    s = pd.Series(c)
-    hi = s.shift(1).rolling(lookback, min_periods=lookback).max().to_numpy()
-    lo = s.shift(1).rolling(lookback, min_periods=lookback).min().to_numpy()
-    width = hi - lo
-    T = len(c)
-    events = []
-    for direction, brk in ((1, c > hi), (-1, c < lo)):
-        cand = np.flatnonzero(brk & (width >= 0.01 * c))
-        t_free = 0
-        for t in cand:
-            if t < t_free:
-                continue
-            b = 0.25 * width[t]
-            up, dn = c[t] + b, c[t] - b
-            seg = c[t + 1:min(T, t + 1 + expiry)]
-            hit = np.flatnonzero((seg >= up) | (seg <= dn))
-            if len(hit) == 0:
-                t_free = t + 1 + len(seg)
-                continue
-            k = hit[0]
-            cont = (seg[k] >= up) if direction > 0 else (seg[k] <= dn)
-            events.append((int(t), direction, 1.0 if cont else 0.0))
-            t_free = t + 1 + k + 1
-    events.sort()
-    return events

@@ -5,7 +5,8 @@ the agent validated.
 
 A model is a JSON-able dict: type (binary, hitfirst, lbfgs, xsec_rank,
 breakout), assets (challenge column order), features (names), mu/sd per
-asset, and the fitted weights (see each branch).
+asset, and the fitted weights (see each branch; xsec_rank and breakout
+carry one weight vector per asset, all zero for an asset left out).
 """
 import numpy as np
 
@@ -44,11 +45,11 @@ def _predict(model, X):
             cols.append(w[0] + z(a) @ w[1:])
         return np.column_stack(cols)
     if kind == "breakout":
-        w = np.asarray(model["w"])
         di = model["features"].index("dir_240")
         sign = np.asarray(model["directional"], dtype=np.float64)
         cols = []
         for a in assets:
+            w = np.asarray(model["w"][a])   # per asset; all zero: no opinion (0.5)
             zz = z(a)
             d = np.nan_to_num(np.asarray(X[a], dtype=np.float64)[:, di])
             adj = zz * np.where(sign[None, :] > 0, d[:, None], 1.0)

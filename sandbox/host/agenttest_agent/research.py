@@ -25,6 +25,7 @@ from .predict import predict
 
 FOLD = 4000
 SUBSAMPLE = 5            # every 5th bar for fits on overlapping labels
+TREND_H = 30             # multi-asset challenges: each asset's own forward return it is fitted on
 
 
 class Context:
@@ -52,7 +53,6 @@ class Context:
 
     def _labels(self):
         t = self.type
-        self.events = {}
         if t == "binary":
             self.y, self.ok = L.binary(self.closes[self.assets[0]], self.h)
             self.overlap = self.h
@@ -62,12 +62,9 @@ class Context:
         elif t == "lbfgs":
             self.y, self.ok = L.lbfgs(self.closes[self.assets[0]], self.h)
             self.overlap = self.h
-        elif t == "xsec_rank":
-            self.fwd = {a: L.fwd_return(self.closes[a], self.h) for a in self.assets}
-            self.overlap = self.h
-        elif t == "breakout":
-            self.events = {a: L.breakout_events(self.closes[a]) for a in self.assets}
-            self.overlap = 1
+        elif t in ("xsec_rank", "breakout"):
+            self.trend = {a: L.fwd_return(self.closes[a], TREND_H) for a in self.assets}
+            self.overlap = TREND_H
         else:
             raise ValueError("the built-in agent cannot work on %s challenges" % t)
 
@@ -130,59 +127,45 @@ def fit(ctx, cfg, train_end):
         else:
             model["W"] = M.multinomial(Z, y, 5, lam, balanced=True).tolist()
         return model
-    if t == "xsec_rank":
-        gate = float(cfg.get("gate", 1.0))
-        pooled = bool(cfg.get("pooled", False))
-        Zs, Ys = {}, {}
-        for a in ctx.assets:
-            X = ctx.matrix(a, names)
-            y, ok = ctx.fwd[a]
-            idx = np.arange(F.WARMUP, max(F.WARMUP, end), SUBSAMPLE)
-            idx = idx[ok[idx]]
-            mu, sd = M.standardise(X[idx])
-            model["mu"][a], model["sd"][a] = mu.tolist(), sd.tolist()
-            Zs[a] = np.nan_to_num((X[idx] - mu) / sd)
-            Ys[a] = y[idx]
-        model["w"] = {}
-        if pooled:
-            w = M.ridge(np.vstack([Zs[a] for a in ctx.assets]),
-                        np.concatenate([Ys[a] for a in ctx.assets]), lam * len(ctx.assets))
-            w[0] = 0.0
-            for a in ctx.assets:
-                model["w"][a] = w.tolist()
-            return model
-        for a in ctx.assets:
-            w = M.ridge(Zs[a], Ys[a], lam)
-            w[0] = 0.0
-            if gate < 1.0:
-                ps = [M.predictive_power(Zs[a][:, j], Ys[a], ctx.overlap // SUBSAMPLE)[1]
-                      for j in range(Zs[a].shape[1])]
-                if min(ps, default=1.0) > gate:
-                    w = np.zeros_like(w)
-            model["w"][a] = w.tolist()
-        return model
-    # breakout: pooled logistic over every asset's events, side-adjusted
-    di = names.index("dir_240")
-    sign = [1.0 if F.parse(n)[0] in F.DIRECTIONAL else 0.0 for n in names]
-    model["directional"] = sign
-    rows, ys = [], []
+    return _fit_selected(ctx, cfg, names, end, lam, model)
+
+
+def _fit_selected(ctx, cfg, names, end, lam, model):
+    """The multi-asset challenges: per asset, a ridge of its own TREND_H-bar
+    forward return on its standardised features (for MULTI-BREAKOUT only the
+    directional ones, taken along the break's side), scaled to unit spread
+    on the training bars; only the assets whose fitted score is
+    significant (t of its correlation with that return >= cfg["select"],
+    sample size divided by the overlap; the strongest asset when none is)
+    keep their weights, the others score 0 (XSEC-RANK: tied) or 0.5
+    (MULTI-BREAKOUT: no opinion). One planted effect in one asset would
+    otherwise drown in 28 assets' noise."""
+    thr = float(cfg.get("select", 3.0))
+    use = np.array([ctx.type != "breakout" or F.parse(n)[0] in F.DIRECTIONAL for n in names])
+    model["directional"] = [1.0 if F.parse(n)[0] in F.DIRECTIONAL else 0.0 for n in names]
+    ws, ts = {}, {}
     for a in ctx.assets:
         X = ctx.matrix(a, names)
-        ev = [e for e in ctx.events[a] if F.WARMUP <= e[0] < end]
-        idx = np.asarray([e[0] for e in ev], dtype=int)
-        valid = idx[np.all(np.isfinite(X[idx]), axis=1)] if len(idx) else idx
-        mu, sd = M.standardise(X[valid]) if len(valid) > 1 else (np.zeros(len(names)), np.ones(len(names)))
+        y, ok = ctx.trend[a]
+        idx = np.arange(F.WARMUP, max(F.WARMUP, end - TREND_H), SUBSAMPLE)
+        idx = idx[ok[idx]]
+        mu, sd = M.standardise(X[idx]) if len(idx) > 1 else (np.zeros(len(names)), np.ones(len(names)))
         model["mu"][a], model["sd"][a] = mu.tolist(), sd.tolist()
-        for e in ev:
-            x = X[e[0]]
-            zz = np.nan_to_num((x - mu) / sd)
-            d = 0.0 if not np.isfinite(x[di]) else x[di]
-            rows.append(np.where(np.asarray(sign) > 0, zz * d, zz))
-            ys.append(e[2])
-    if len(rows) >= 20 and 0 < sum(ys) < len(ys):
-        model["w"] = M.logistic(np.asarray(rows), np.asarray(ys), lam * 10).tolist()
-    else:
-        model["w"] = [0.0] * (len(names) + 1)
+        w = np.zeros(len(names) + 1)
+        ts[a] = 0.0
+        if len(idx) > 10 and use.any():
+            Z = np.nan_to_num((X[idx] - mu) / sd)[:, use]
+            wu = M.ridge(Z, y[idx], lam)
+            pred = Z @ wu[1:]
+            s = float(np.std(pred))
+            if s > 0:
+                w[1:][use] = wu[1:] / s
+                r, _p, n = M.predictive_power(pred, y[idx], TREND_H // SUBSAMPLE)
+                ts[a] = r * math.sqrt(max(1.0, n / (TREND_H // SUBSAMPLE)))
+        ws[a] = w
+    keep = [a for a in ctx.assets if ts[a] >= thr] or [max(ctx.assets, key=lambda a: (ts[a], -ctx.assets.index(a)))]
+    model["selected"] = keep
+    model["w"] = {a: (ws[a] if a in keep else np.zeros_like(ws[a])).tolist() for a in ctx.assets}
     return model
 
 
@@ -228,15 +211,7 @@ def target_for_power(ctx):
         return [(ctx.assets[0], np.where(ctx.ok, tgt, np.nan))]
     if t == "lbfgs":
         return [(ctx.assets[0], np.where(ctx.ok, ctx.y - 2.0, np.nan))]
-    if t == "xsec_rank":
-        return [(a, ctx.fwd[a][0]) for a in ctx.assets]
-    out = []
-    for a in ctx.assets:
-        s = np.full(ctx.T, np.nan)
-        for e in ctx.events[a]:
-            s[e[0]] = e[2] - 0.5
-        out.append((a, s))
-    return out
+    return [(a, ctx.trend[a][0]) for a in ctx.assets]   # xsec_rank, breakout: each asset's own trend
 
 
 def power(ctx, name):
@@ -246,9 +221,7 @@ def power(ctx, name):
     pairs = target_for_power(ctx)
     for a, tgt in pairs:
         x = ctx.column(a, name)
-        if ctx.type == "breakout" and F.parse(name)[0] in F.DIRECTIONAL:
-            x = x * ctx.column(a, "dir_240")
-        idx = np.arange(F.WARMUP, ctx.T, 1 if ctx.type == "breakout" else SUBSAMPLE)
+        idx = np.arange(F.WARMUP, ctx.T, SUBSAMPLE)
         r, p, n = M.predictive_power(x[idx], tgt[idx], max(1, ctx.overlap // SUBSAMPLE))
         p = min(1.0, p * len(pairs))
         if p < best[1] or best[3] is None:
