@@ -191,7 +191,58 @@ def test_refresh_refuses_an_overlap_that_differs_from_the_stored_candles(standin
     assert err["detail"].startswith("BTC: the candle at ") and "differs" in err["detail"], err
     assert os.readlink(tmp_path / "binance-1m-1d") == "versions/" + first["dataset_hash"]
     assert sorted(e for e in os.listdir(tmp_path / "versions") if not e.startswith(".")) == \
-        sorted([first["dataset_hash"], first["dataset_hash"] + ".quality.json"])
+        sorted([first["dataset_hash"], first["dataset_hash"] + ".midstate", first["dataset_hash"] + ".quality.json"])
+
+
+def _verify(path):
+    r = subprocess.run([BIN, "data", "verify", path], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, AGENTTEST_CONFIG="/dev/null"))
+    return r.returncode, (json.loads(r.stdout) if r.returncode == 0 else json.loads(r.stderr))
+
+
+def test_refresh_resumes_the_hashes_same_bytes_as_a_full_write(standin_factory, tmp_path):
+    """A version is stored with its files' SHA-256 midstates
+    (<hash>.midstate); a refresh copies each stored column and hashes only
+    the new bars, giving the same dataset hash as a refresh that writes and
+    hashes everything (midstate file removed) and a version that verifies. A
+    midstate file that does not match the manifest is ignored. A stored file
+    corrupted after the fact is not blessed with a fresh hash: the refreshed
+    version fails verification instead."""
+    import shutil
+    s = standin_factory("--lag-minutes", "20")
+    base = tmp_path / "base"
+    first = fetch(s, base, "--days-back", "1", "--assets", ASSETS, "--no-pace")
+    mid = base / "versions" / (first["dataset_hash"] + ".midstate")
+    assert mid.is_file() and mid.stat().st_size == 24 + (1 + 3 * 5) * 104, mid.stat()
+    dirs = {k: tmp_path / k for k in ("fast", "full", "badmid", "rot")}
+    for k, d in dirs.items():
+        shutil.copytree(base, d, symlinks=True)
+    (dirs["full"] / "versions" / mid.name).unlink()
+    raw = bytearray((dirs["badmid"] / "versions" / mid.name).read_bytes())
+    raw[24 + 104 * 3] ^= 1   # the state of BTC.low.f64: no longer its manifest hash
+    (dirs["badmid"] / "versions" / mid.name).write_bytes(bytes(raw))
+    col = dirs["rot"] / "versions" / first["dataset_hash"] / "BTC.close.f64"
+    data = bytearray(col.read_bytes())
+    data[8 * 100] ^= 0x40
+    os.chmod(col, 0o644)
+    col.write_bytes(bytes(data))
+    s.lag(0)
+    for attempt in range(3):
+        minute = int(time.time() // 60)
+        out = {k: fetch(s, d, "--refresh", "--window", "binance-1m-1d", "--no-pace") for k, d in dirs.items()}
+        if int(time.time() // 60) == minute:
+            break
+        for k, d in dirs.items():   # a minute closed between them: redo from the base version
+            os.unlink(d / "binance-1m-1d")
+            os.symlink("versions/" + first["dataset_hash"], d / "binance-1m-1d")
+    assert out["fast"]["rows_added"] > 0
+    assert out["fast"]["dataset_hash"] == out["full"]["dataset_hash"] == out["badmid"]["dataset_hash"], out
+    for k in ("fast", "full", "badmid"):
+        rc, v = _verify(out[k]["path"])
+        assert rc == 0 and v["dataset_hash"] == out[k]["dataset_hash"], (k, v)
+        assert (dirs[k] / "versions" / (out[k]["dataset_hash"] + ".midstate")).is_file()
+    rc, v = _verify(out["rot"]["path"])
+    assert rc == 1 and v["code"] == "hash_mismatch" and "BTC.close.f64" in v["error"], v
 
 
 def test_pacing_connection_reuse_and_parallel_assets(standin_factory, tmp_path):

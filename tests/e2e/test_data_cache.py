@@ -239,22 +239,22 @@ def test_prefetch_progress_is_visible_mid_fetch_and_increases(prefetch_stack):
     admin = Api(stack, stack.create_token(role="admin"))
     _standin_post(base, "/admin/hold?symbols=ETHUSDT,SOLUSDT")
     try:
-        r = admin.post("/api/data-cache/prefetch", {"days_back": 180, "assets": ["BTC", "ETH", "SOL"]})
+        r = admin.post("/api/data-cache/prefetch", {"days_back": 240, "assets": ["BTC", "ETH", "SOL"]})
         assert r.status == 202, r
-        one = _wait_status(admin, 180, lambda s: s["assets_done"] >= 1)
+        one = _wait_status(admin, 240, lambda s: s["assets_done"] >= 1)
         assert one["running"] is True and one["total_steps"] == 3, one
         assert one["progress"] == one["assets_done"] == 1, one
         assert 1440 <= one["rows_fetched"] <= 2 * 1440 + 4, one   # BTC's two days, nothing of ETH or SOL
         time.sleep(1.0)   # held: nothing moves
-        still = admin.get("/api/data-cache/status?days_back=180").json()
+        still = admin.get("/api/data-cache/status?days_back=240").json()
         assert (still["progress"], still["rows_fetched"], still["running"]) == (1, one["rows_fetched"], True), still
         _standin_post(base, "/admin/release?symbols=SOLUSDT")
-        two = _wait_status(admin, 180, lambda s: s["assets_done"] >= 2)
+        two = _wait_status(admin, 240, lambda s: s["assets_done"] >= 2)
         assert two["running"] is True and two["progress"] == 2 < two["total_steps"], two
         assert two["rows_fetched"] >= one["rows_fetched"] + 1440, (one, two)
     finally:
         _standin_post(base, "/admin/release")
-    done = _wait_prefetch(admin, 180)
+    done = _wait_prefetch(admin, 240)
     assert done["status"] == "completed", done
     assert done["progress"] == done["total_steps"] == 3
     assert done["rows_fetched"] >= two["rows_fetched"] + 1440, (two, done)
@@ -338,6 +338,7 @@ def test_delete_refuses_pinned_versions_and_running_prefetches(prefetch_stack):
                         "deleted": [v["dataset_version"]], "kept": []}
     assert not (data / "binance-1m-180d").exists() and not vdir.exists()
     assert not (data / "versions" / (v["dataset_hash"] + ".quality.json")).exists()
+    assert not (data / "versions" / (v["dataset_hash"] + ".midstate")).exists()
     assert user.get("/datasets/" + v["dataset_version"]).status == 404
     assert user.get("/api/data-cache").json()["180"] == {"cached": False}
     gone = user.post("/api/evaluations", {"challenge": "ETH-1H-BINARY", "code": MOMENTUM, "days_back": 1,
@@ -454,8 +455,9 @@ def test_runner_killed_mid_prefetch_leaves_no_half_version_and_retries(prefetch_
     done = _wait_prefetch(admin, 365, timeout=90)
     assert done["status"] == "completed" and done["attempts"] == 2, done
     after = set(os.listdir(data / "versions"))
-    # exactly the new version and its report; no staging entry of the killed attempt
-    assert after - before == {done["dataset_hash"], done["dataset_hash"] + ".quality.json"}, after - before
+    # exactly the new version, its report and its midstates; no staging entry of the killed attempt
+    assert after - before == {done["dataset_hash"], done["dataset_hash"] + ".quality.json",
+                              done["dataset_hash"] + ".midstate"}, after - before
     assert not [n for n in os.listdir(data) if n.startswith(".")]
     assert os.readlink(data / "binance-1m-365d") == "versions/" + done["dataset_hash"]
 
