@@ -5,6 +5,7 @@
  * Layout under data_dir (MANTIS_DATA_DIR):
  *   versions/<dataset hash>/              one dataset (docs/datasets.md format)
  *   versions/<dataset hash>.quality.json  its quality report
+ *   versions/<dataset hash>.midstate      its files' SHA-256 midstates (midstate.h)
  *   <window>  ->  versions/<dataset hash>  the moving label (symlink)
  * A version is written by ds_writer into a hidden staging name, then
  * renamed to its hash with RENAME_NOREPLACE (the same bytes fetched twice

@@ -14,7 +14,8 @@
  *                 version under <data_dir>/versions/<dataset hash>/, and the
  *                 moving label <data_dir>/<window> (a symlink swapped
  *                 atomically) pointed at it; the quality report is written
- *                 next to it (quality.json) and returned.
+ *                 next to it (quality.json) and returned; the files'
+ *                 SHA-256 midstates too (midstate.h), for mk_refresh.
  *   mk_refresh()  the newest version of a window + only the candles newer
  *                 than its last one (the last few stored candles are
  *                 fetched again and must match) → a new version.
