@@ -281,8 +281,10 @@ static int write_col(struct ds_writer *w, const char *name, const void *src, siz
 			ds__fail(e, DS_ERR_IO, 0, "%s: copying the stored prefix: %s", path, strerror(errno));
 			goto out;
 		}
-	} else
+	} else {
+		memset(&st, 0, sizeof st);   /* the block buffer's unused bytes are defined in the midstate */
 		crypto_hash_sha256_init(&st);
+	}
 	chunk = xmalloc(CHUNK_VALUES * sizeof *chunk);
 	for (size_t off = keep; off < count; off += CHUNK_VALUES) {
 		size_t k = count - off < CHUNK_VALUES ? count - off : CHUNK_VALUES;
