@@ -27,6 +27,7 @@ static const char *const config_known[] = {
 	"AGENTTEST_ALLOWED_HOSTS",
 	"MANTIS_PREFETCH_WINDOWS", "MANTIS_DATA_KEEP_VERSIONS", /* market data (issue 13) */
 	"MANTIS_FETCH_BACKOFF_MS",   /* prefetch back-off (issue 18: paper trading tests) */
+	"BINANCE_API_URLS",          /* the ping-and-fallback endpoint list (issue 13) */
 	/* scripts/stack.sh (docs/configuration.md, "Stack") */
 	"AGENTTEST_VAR", "AGENTTEST_BIN", "AGENTTEST_RATE_BURST", "AGENTTEST_NGINX_WORKERS",
 	"AGENTTEST_NGINX_KEEPALIVE", "AGENTTEST_NGINX_ACCESS_LOG", "AGENTTEST_DB_BUFFER_POOL",

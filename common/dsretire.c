@@ -56,13 +56,14 @@ int dsretire_hash_in_use(struct db *db, const char *hash)
 
 int dsretire_remove_files(const char *data_dir, const char *hash)
 {
-	char dir[4400], q[4400];
+	char dir[4400], q[4400], mid[4400];
 	if (!dsretire_is_hash(hash)) {
 		errno = EINVAL;
 		return -1;
 	}
 	snprintf(dir, sizeof dir, "%s/versions/%s", data_dir, hash);
 	snprintf(q, sizeof q, "%s/versions/%s.quality.json", data_dir, hash);
+	snprintf(mid, sizeof mid, "%s/versions/%s.midstate", data_dir, hash);   /* refresh's hash resume file */
 	/* the first failure is the one reported (EACCES for a directory the
 	 * runner did not share with the pool), not the ENOTEMPTY it causes */
 	DIR *d = opendir(dir);
@@ -80,7 +81,7 @@ int dsretire_remove_files(const char *data_dir, const char *hash)
 		errno = failed;
 		return -1;
 	}
-	if (unlink(q) != 0 && errno != ENOENT)
+	if ((unlink(q) != 0 && errno != ENOENT) || (unlink(mid) != 0 && errno != ENOENT))
 		return -1;
 	return rmdir(dir) == 0 || errno == ENOENT ? 0 : -1;
 }

@@ -30,6 +30,7 @@
 
 #include "xalloc.h"
 #include "evaluator/dataset_priv.h"
+#include "evaluator/dataset_extend.h"
 
 #define CHUNK_VALUES 8192
 
@@ -51,6 +52,7 @@ struct ds_writer {
 	size_t   next_col;          /* columns put so far */
 	char     ts_hex[65];
 	char   (*col_hex)[65];
+	crypto_hash_sha256_state *mid;  /* per file (ts, then columns): SHA-256 state before finalisation */
 	char   **written;           /* file names created in tmp_dir (for cleanup) */
 	size_t   n_written;
 };
@@ -68,6 +70,7 @@ static void writer_free(struct ds_writer *w)
 	free(w->fields);
 	free(w->written);
 	free(w->col_hex);
+	free(w->mid);
 	free(w->final_dir);
 	free(w->tmp_dir);
 	free(w->version);
@@ -143,6 +146,7 @@ static void copy_layout(struct ds_writer *w, const struct ds_layout *l)
 	w->interval_ms = l->interval_ms;
 	w->bars = l->bars;
 	w->col_hex = xcalloc(xmul(w->n_assets, w->n_fields), sizeof *w->col_hex);
+	w->mid = xcalloc(xmul(w->n_assets, w->n_fields) + 1, sizeof *w->mid);
 }
 
 struct ds_writer *ds_writer_begin(const char *dir, const struct ds_layout *l, struct ds_error *e)
@@ -215,12 +219,45 @@ static int write_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
+/* Copy the first n bytes of src_fd into fd (in the kernel where it can:
+ * copy_file_range, else pread + write). 0, or -1 with errno. */
+static int copy_prefix(int src_fd, int fd, size_t n)
+{
+	off_t in = 0;
+	while (n) {
+		ssize_t r = copy_file_range(src_fd, &in, fd, NULL, n, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL))
+			break;   /* another file system or kernel: by hand below */
+		if (r <= 0)
+			return r == 0 ? (errno = EIO, -1) : -1;
+		n -= (size_t)r;
+	}
+	char buf[65536];
+	while (n) {
+		ssize_t r = pread(src_fd, buf, n < sizeof buf ? n : sizeof buf, in);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || write_all(fd, buf, (size_t)r) != 0)
+			return r == 0 ? (errno = EIO, -1) : -1;
+		in += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
 /*
- * Create tmp_dir/name and write `count` 8-byte values from src (doubles get
- * their NaN canonicalised when is_f64), fsync, and hash the written bytes.
+ * Create tmp_dir/name and write `count` 8-byte values (doubles get their NaN
+ * canonicalised when is_f64), fsync, and hash the written bytes; the SHA-256
+ * state before finalisation goes to *mid_out. With keep > 0 the first keep
+ * values are the first keep*8 bytes of src_fd, copied as they are, and
+ * *mid_in is the SHA-256 state after exactly those bytes (so they are not
+ * hashed again); values keep..count come from src.
  */
 static int write_col(struct ds_writer *w, const char *name, const void *src, size_t count, int is_f64,
-		     char hex[65], struct ds_error *e)
+		     int src_fd, size_t keep, const crypto_hash_sha256_state *mid_in,
+		     crypto_hash_sha256_state *mid_out, char hex[65], struct ds_error *e)
 {
 	char path[4096];
 	int rc = -1, fd = -1;
@@ -236,9 +273,20 @@ static int write_col(struct ds_writer *w, const char *name, const void *src, siz
 	}
 	w->written = xreallocarray(w->written, w->n_written + 1, sizeof *w->written);
 	w->written[w->n_written++] = xstrdup(name);
-	crypto_hash_sha256_init(&st);
+	if (keep > count)
+		keep = count;
+	if (keep) {
+		st = *mid_in;
+		if (copy_prefix(src_fd, fd, keep * 8) != 0) {
+			ds__fail(e, DS_ERR_IO, 0, "%s: copying the stored prefix: %s", path, strerror(errno));
+			goto out;
+		}
+	} else {
+		memset(&st, 0, sizeof st);   /* the block buffer's unused bytes are defined in the midstate */
+		crypto_hash_sha256_init(&st);
+	}
 	chunk = xmalloc(CHUNK_VALUES * sizeof *chunk);
-	for (size_t off = 0; off < count; off += CHUNK_VALUES) {
+	for (size_t off = keep; off < count; off += CHUNK_VALUES) {
 		size_t k = count - off < CHUNK_VALUES ? count - off : CHUNK_VALUES;
 		memcpy(chunk, (const char *)src + off * 8, k * 8);
 		if (is_f64)
@@ -259,6 +307,7 @@ static int write_col(struct ds_writer *w, const char *name, const void *src, siz
 		goto out;
 	}
 	unsigned char h[crypto_hash_sha256_BYTES];
+	*mid_out = st;
 	crypto_hash_sha256_final(&st, h);
 	sodium_bin2hex(hex, 65, h, sizeof h);
 	rc = 0;
@@ -273,6 +322,12 @@ out:
 
 enum ds_err ds_writer_put_ts(struct ds_writer *w, const int64_t *ts, struct ds_error *e)
 {
+	return ds_writer_put_ts_extend(w, -1, 0, NULL, ts, e);
+}
+
+enum ds_err ds_writer_put_ts_extend(struct ds_writer *w, int src_fd, size_t keep, const crypto_hash_sha256_state *mid,
+				    const int64_t *ts, struct ds_error *e)
+{
 	struct ds_error local;
 	if (!e)
 		e = &local; /* codes are read back from e */
@@ -282,7 +337,7 @@ enum ds_err ds_writer_put_ts(struct ds_writer *w, const int64_t *ts, struct ds_e
 	if (bad >= 0)
 		return ds__fail(e, DS_ERR_INPUT, 0, "bar %ld: timestamps must increase by multiples of %lld ms",
 				bad, (long long)w->interval_ms);
-	if (write_col(w, DS_TS_FILE, ts, w->bars, 0, w->ts_hex, e))
+	if (write_col(w, DS_TS_FILE, ts, w->bars, 0, src_fd, keep, mid, &w->mid[0], w->ts_hex, e))
 		return e->code;
 	w->have_ts = 1;
 	w->first_ts = ts[0];
@@ -293,6 +348,12 @@ enum ds_err ds_writer_put_ts(struct ds_writer *w, const int64_t *ts, struct ds_e
 enum ds_err ds_writer_put(struct ds_writer *w, size_t asset, size_t field, const double *col,
 			  struct ds_error *e)
 {
+	return ds_writer_put_extend(w, asset, field, -1, 0, NULL, col, e);
+}
+
+enum ds_err ds_writer_put_extend(struct ds_writer *w, size_t asset, size_t field, int src_fd, size_t keep,
+				 const crypto_hash_sha256_state *mid, const double *col, struct ds_error *e)
+{
 	struct ds_error local;
 	if (!e)
 		e = &local; /* codes are read back from e */
@@ -301,10 +362,16 @@ enum ds_err ds_writer_put(struct ds_writer *w, size_t asset, size_t field, const
 	    asset * w->n_fields + field != w->next_col)
 		return ds__fail(e, DS_ERR_INPUT, 0, "columns must be put in canonical order (ts, then asset by asset, field by field)");
 	ds__col_file(name, sizeof name, w->assets[asset], w->fields[field]); /* names validated: fits */
-	if (write_col(w, name, col, w->bars, 1, w->col_hex[w->next_col], e))
+	if (write_col(w, name, col, w->bars, 1, src_fd, keep, mid, &w->mid[w->next_col + 1], w->col_hex[w->next_col], e))
 		return e->code;
 	w->next_col++;
 	return DS_OK;
+}
+
+const crypto_hash_sha256_state *ds_writer_midstates(const struct ds_writer *w, size_t *n)
+{
+	*n = (w->have_ts ? 1 : 0) + w->next_col;
+	return w->mid;
 }
 
 /* Build the manifest object (hash already computed). */

@@ -15,11 +15,20 @@
  * the configuration), from COINGLASS_API_URL. The key goes only into the
  * CG-API-KEY header; it is wiped after use and never printed.
  *
- * The base URL is BINANCE_API_URL (configuration or environment) or the
- * ping-and-fallback list; the data directory is --data-dir, else
+ * The base URL is BINANCE_API_URL (configuration or environment), else the
+ * first endpoint of BINANCE_API_URLS (or the original's list) that answers
+ * its ping; none answering fails the fetch (fetch_failed, naming each one); the data directory is --data-dir, else
  * MANTIS_DATA_DIR. Output: one JSON object {window, version, dataset_hash,
  * path, bars, first_timestamp_ms, last_timestamp_ms, assets, rows_added?,
- * quality, seconds}; errors {"error","code","detail"} on stderr, exit 1.
+ * registered, retired?, quality, seconds}; errors {"error","code","detail"}
+ * on stderr, exit 1 (3: the database).
+ *
+ * Registration (fetch_register.h): with DATABASE_URL configured the new
+ * version is registered in `datasets` and the window's label moved to it
+ * by the same code as the prefetch job (market/register.h), then retention
+ * applies; "registered": true. Without DATABASE_URL the version is only
+ * stored ("registered": false, and "notice" says how to register it). A configured database that fails is an error (exit 3), the stored
+ * version staying on disk.
  */
 #include <getopt.h>
 #include <stdint.h>
@@ -39,6 +48,7 @@
 #include "secret.h"
 #include "secret_store.h"
 #include "evaluator/cli/commands.h"
+#include "evaluator/cli/fetch_register.h"
 #include "evaluator/runner/market/market.h"
 #include "evaluator/synth.h"
 
@@ -104,7 +114,7 @@ static int fetch_cg_key(const struct config *cfg, struct buf *key, struct buf *e
 
 /* Print the version object. */
 static void fetch_print(const char *window, const struct mk_version *v, size_t n_assets, long added,
-			int coinglass, double secs)
+			int coinglass, const struct fetch_reg *reg, double secs)
 {
 	json_object *o = json_object_new_object();
 	json_object_object_add(o, "window", json_object_new_string(window));
@@ -118,6 +128,15 @@ static void fetch_print(const char *window, const struct mk_version *v, size_t n
 	json_object_object_add(o, "coinglass", json_object_new_boolean(coinglass));
 	if (added >= 0)
 		json_object_object_add(o, "rows_added", json_object_new_int64(added));
+	json_object_object_add(o, "registered", json_object_new_boolean(reg->registered));
+	if (reg->registered)
+		json_object_object_add(o, "retired", json_object_new_int(reg->retired));
+	else if (v->path[0]) {
+		char note[5200];
+		snprintf(note, sizeof note, "no DATABASE_URL configured: the version is stored but not registered, so "
+			 "runs and evaluations cannot pin it yet (agenttest dataset register %s)", v->path);
+		json_object_object_add(o, "notice", json_object_new_string(note));
+	}
 	json_object_object_add(o, "quality", v->quality ? json_object_get(v->quality) : NULL);
 	json_object_object_add(o, "seconds", json_object_new_double(secs));
 	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
@@ -163,13 +182,10 @@ int cmd_data_fetch(int argc, char **argv)
 	if (!data_dir)
 		data_dir = config_get(&cfg, "MANTIS_DATA_DIR");
 	int us = 0;
-	if (!data_dir || !*data_dir || mk_base_url(config_get(&cfg, "BINANCE_API_URL"), base, sizeof base, &us) != 0) {
+	if (!data_dir || !*data_dir) {
 		config_free(&cfg);
 		return cli_error(CLI_USAGE, "missing_field", "no data directory: give --data-dir or set MANTIS_DATA_DIR");
 	}
-	if (us && r.pace_ms > 0)
-		r.pace_ms = 200;
-	r.base_url = base;
 	if (!window) {
 		snprintf(win, sizeof win, "binance-%s-%ldd", r.interval, days);
 		window = win;
@@ -218,6 +234,19 @@ int cmd_data_fetch(int argc, char **argv)
 			cg.pace_ms = 0;
 	}
 	buf_free(&cerr);
+	/* after the local checks: the ping-and-fallback may go to the network */
+	if (mk_base_url(config_get(&cfg, "BINANCE_API_URL"), config_get(&cfg, "BINANCE_API_URLS"), base, sizeof base, &us,
+			err, sizeof err) != 0) {
+		if (cgkey.data)
+			sodium_memzero(cgkey.data, cgkey.cap);
+		buf_free(&cgkey);
+		free(store);
+		config_free(&cfg);
+		return cli_error(CLI_FAILED, mk_errcode(MK_ERR_HTTP), "%s", err);
+	}
+	if (us && r.pace_ms > 0)
+		r.pace_ms = 200;
+	r.base_url = base;
 	r.progress = fetch_progress;
 	r.ud = &tty;
 	r.now_ms = fetch_now_ms();
@@ -267,13 +296,15 @@ int cmd_data_fetch(int argc, char **argv)
 	if (tty)
 		fputc('\n', stderr);
 	int out;
+	struct fetch_reg reg = { 0 };
 	if (rc != MK_OK)
 		out = cli_error(CLI_FAILED, mk_errcode(rc), "%s", err);
-	else {
-		if (added == 0 && !v.path[0])
-			snprintf(v.label, sizeof v.label, "%s (unchanged)", window);
-		fetch_print(window, &v, n, added, coinglass, (double)(fetch_now_ms() - t0) / 1000.0);
+	else if (added == 0 && !v.path[0]) {   /* a refresh with nothing new: the current version stays */
+		snprintf(v.label, sizeof v.label, "%s (unchanged)", window);
+		fetch_print(window, &v, n, added, coinglass, &reg, (double)(fetch_now_ms() - t0) / 1000.0);
 		out = CLI_OK;
+	} else if ((out = fetch_register(&cfg, data_dir, window, &v, ival, &reg)) == CLI_OK) {
+		fetch_print(window, &v, n, added, coinglass, &reg, (double)(fetch_now_ms() - t0) / 1000.0);
 	}
 	json_object_put(v.quality);
 	if (cgkey.data)

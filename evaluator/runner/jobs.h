@@ -19,6 +19,7 @@ struct prefetch_env {
 	const char *db_url;       /* DATABASE_URL: the job's own progress connection */
 	const char *data_dir;     /* MANTIS_DATA_DIR: where versions and labels live */
 	const char *binance_url;  /* BINANCE_API_URL, or NULL: the ping-and-fallback list */
+	const char *binance_urls; /* BINANCE_API_URLS: that list (comma-separated), or NULL: the original's */
 	long        keep_versions;/* MANTIS_DATA_KEEP_VERSIONS: versions of a window kept (1..1000) */
 	const char *secret_file;  /* AGENTTEST_SECRET_FILE: opens the CoinGlass key of the secret store */
 	const char *coinglass_url;/* COINGLASS_API_URL, or NULL: https://open-api-v4.coinglass.com */

@@ -497,6 +497,7 @@ int main(int argc, char **argv)
 	R.prefetch.db_url = cfg.database_url;       /* market-data prefetches (issue 13) */
 	R.prefetch.data_dir = config_get(&cfg, "MANTIS_DATA_DIR");
 	R.prefetch.binance_url = config_get(&cfg, "BINANCE_API_URL");
+	R.prefetch.binance_urls = config_get(&cfg, "BINANCE_API_URLS");
 	R.prefetch.secret_file = cfg.secret_file;
 	R.prefetch.coinglass_url = config_get(&cfg, "COINGLASS_API_URL");
 	R.prefetch.keep_versions = (v = config_get(&cfg, "MANTIS_DATA_KEEP_VERSIONS"))

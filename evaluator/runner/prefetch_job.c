@@ -20,13 +20,14 @@
  * concurrently; Connector/C 3 needs no per-thread init) writes assets_done, rows_fetched and step at most every
  * PF_PROGRESS_MS through a second connection that only this job uses,
  * guarded by (id, status running, attempts) so a lost lease writes nothing.
- * The finishing transaction (commit) registers the version in `datasets`
- * (so runs, evaluations and the SDK can pin it), records its id and moves
- * the window's label in dataset_labels to it; a
- * version label already registered with another hash fails the job with
- * `conflict` instead of re-pointing the label. Retention
- * (MANTIS_DATA_KEEP_VERSIONS) then retires the window's oldest unpinned
- * versions beyond the limit (pf_retain).
+ * The finishing transaction (commit) registers the version with
+ * mk_register (market/register.h, the code `agenttest data fetch` uses
+ * too: `datasets`, so runs, evaluations and the SDK can pin it, the
+ * window's label in dataset_labels, paper step, updater candidates,
+ * forward scores) and records its id; a version label already registered
+ * with another hash fails the job with `conflict` instead of re-pointing
+ * the label. Retention (MANTIS_DATA_KEEP_VERSIONS, mk_retain) retires the
+ * window's oldest unpinned versions beyond the limit.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,25 +38,21 @@
 #include <sodium.h>
 
 #include "db.h"
-#include "paper_queue.h"
-#include "dsretire.h"
-#include "updater.h"
 #include "log.h"
 #include "secret.h"
 #include "secret_store.h"
 #include "xalloc.h"
 #include "evaluator/dataset.h"
-#include "evaluator/engine.h"
 #include "evaluator/runner/jobq.h"
 #include "evaluator/runner/jobs.h"
 #include "evaluator/runner/market/market.h"
+#include "evaluator/runner/market/register.h"
 #include "evaluator/runner/runner.h"
 #include "evaluator/synth.h"
 
 #define PF_PROGRESS_MS 500
 #define PF_MAX_ASSETS  SYNTH_N_ASSETS
 #define PF_ASSETS_TEXT_MAX 8192
-#define PF_RETAIN_SCAN 1000   /* older versions looked at per prefetch */
 
 /* A claimed prefetch: inputs, progress, and the stored version. */
 struct pjob {
@@ -79,7 +76,6 @@ struct pjob {
 	/* result */
 	struct mk_version v;
 	int      retired;                    /* older versions removed by retention */
-	char     assets_json[PF_MAX_ASSETS * 24 + 8];
 };
 
 /* Wall clock in ms. */
@@ -181,15 +177,18 @@ static void pf_write_progress(struct pjob *p, const char *step)
 			"WHERE id = ? AND status = 'running' AND attempts = ?", a, 5, NULL, 0, NULL, NULL, NULL, 0);
 }
 
-/* mk_request.progress: remember the counts, write them at most every PF_PROGRESS_MS. */
+/* mk_request.progress (serialised by mk_fetch): remember the counts, write
+ * them when an asset is done, else at most every PF_PROGRESS_MS. */
 static void pf_progress(void *ud, size_t done, size_t n, size_t rows)
 {
 	struct pjob *p = ud;
 	char step[160];
+	bool asset_done = done != p->done;
 	p->done = done;
 	p->rows = rows;
 	int64_t t = pf_now_ms();
-	if (t - p->last_write_ms < PF_PROGRESS_MS && done < n)
+	/* an asset finished is always written: the next page may be long in coming */
+	if (t - p->last_write_ms < PF_PROGRESS_MS && !asset_done)
 		return;
 	p->last_write_ms = t;
 	snprintf(step, sizeof step, "fetching %s candles: %zu/%zu assets, %zu candles", p->interval, done, n, rows);
@@ -279,10 +278,8 @@ static enum mk_err pf_fetch_store(const struct prefetch_env *env, struct pjob *p
 	char base[1024], src[256];
 	int us = 0;
 	mk_request_defaults(&r);
-	if (mk_base_url(env->binance_url, base, sizeof base, &us) != 0) {
-		snprintf(err, errlen, "BINANCE_API_URL is too long");
-		return MK_ERR_HTTP;
-	}
+	if (mk_base_url(env->binance_url, env->binance_urls, base, sizeof base, &us, err, errlen) != 0)
+		return MK_ERR_HTTP;   /* err names the endpoints tried */
 	r.base_url = base;
 	if (env->backoff_ms > 0)
 		r.backoff_ms = env->backoff_ms;   /* MANTIS_FETCH_BACKOFF_MS */
@@ -323,60 +320,6 @@ static enum mk_err pf_fetch_store(const struct prefetch_env *env, struct pjob *p
 	return rc;
 }
 
-/* Row callback of pf_retain: collect (id, hash) of the older versions. */
-struct pf_old {
-	long long id[PF_RETAIN_SCAN];
-	char      hash[PF_RETAIN_SCAN][65];
-	size_t    n;
-};
-
-static bool pf_old_row(void *ctx, const struct db_col *c, size_t ncols)
-{
-	struct pf_old *o = ctx;
-	(void)ncols;
-	if (o->n == PF_RETAIN_SCAN)
-		return false;
-	o->id[o->n] = c[0].i;
-	snprintf(o->hash[o->n], sizeof o->hash[o->n], "%s", c[1].buf);
-	o->n++;
-	return true;
-}
-
-/*
- * Retention (MANTIS_DATA_KEEP_VERSIONS = keep): after a new version of the
- * window is stored, keep the keep - 1 newest other registered versions and
- * retire the older ones that nothing pins (dsretire.h: their datasets rows,
- * then their files once no row uses the bytes). Best effort: a failure is
- * logged and the prefetch still succeeds. Returns the versions retired.
- */
-static int pf_retain(const struct prefetch_env *env, struct pjob *p)
-{
-	struct pf_old *old = xcalloc(1, sizeof *old);
-	char like[80], hash[65];
-	int retired = 0;
-	snprintf(like, sizeof like, "%s-%%", p->window);
-	struct db_col c[] = { DB_COL_INT, DB_COL_TEXT(hash) };
-	struct db_arg a[] = { DB_ARG_TEXT(like), DB_ARG_TEXT(p->v.hash), DB_ARG_INT(env->keep_versions - 1) };
-	if (db_exec(p->pdb, "SELECT id, dataset_hash FROM datasets WHERE version LIKE ? AND dataset_hash <> ? "
-			    "ORDER BY id DESC LIMIT 1000 OFFSET ?", a, 3, c, 2, pf_old_row, old, NULL, 0) != DB_OK) {
-		log_msg(LOG_LVL_WARNING, "retention_failed", "%s: %s", p->window, db_error(p->pdb));
-		goto out;
-	}
-	for (size_t i = 0; i < old->n; i++) {
-		int r = dsretire_unregister(p->pdb, old->id[i]);
-		if (r <= 0)
-			continue;   /* pinned (kept) or a database error (tried again next time) */
-		retired++;
-		if (strcmp(old->hash[i], p->v.hash) != 0 && dsretire_hash_in_use(p->pdb, old->hash[i]) == 0 &&
-		    dsretire_remove_files(env->data_dir, old->hash[i]) != 0)
-			log_msg(LOG_LVL_WARNING, "retention_failed", "cannot remove version %s of %s", old->hash[i],
-				p->window);
-	}
-out:
-	free(old);
-	return retired;
-}
-
 /* kind->execute: fetch, store, and map the market error onto the outcome. */
 static void pf_execute(const struct jobq_slot *s, const struct jobq_lease *l, void *job, struct job_outcome *o)
 {
@@ -395,7 +338,7 @@ static void pf_execute(const struct jobq_slot *s, const struct jobq_lease *l, vo
 	pf_write_progress(p, "starting");
 	enum mk_err rc = pf_fetch_store(env, p, err, sizeof err);
 	if (rc == MK_OK && p->pdb)
-		p->retired = pf_retain(env, p);
+		p->retired = mk_retain(p->pdb, env->data_dir, p->window, p->v.hash, env->keep_versions);
 	o->runtime_s = (double)(pf_now_ms() - t0) / 1000.0;
 	if (rc == MK_OK)
 		o->status = JOB_COMPLETED;
@@ -426,66 +369,26 @@ static void pf_columns(void *job, const struct job_outcome *o, struct jobq_set *
 	}
 }
 
-/* JSON array text of p's asset names into p->assets_json. */
-static void pf_assets_json(struct pjob *p)
-{
-	size_t n = 0;
-	n += (size_t)snprintf(p->assets_json + n, sizeof p->assets_json - n, "[");
-	for (size_t i = 0; i < p->n_assets; i++)
-		n += (size_t)snprintf(p->assets_json + n, sizeof p->assets_json - n, "%s\"%s\"", i ? "," : "", p->assets[i]);
-	snprintf(p->assets_json + n, sizeof p->assets_json - n, "]");
-}
-
-/* kind->commit: register the stored version in `datasets` and link it; a label clash fails the job. */
+/* kind->commit: register the stored version (register.h, shared with `agenttest
+ * data fetch`) and link the prefetch row to it; a label clash fails the job. */
 static int pf_commit(struct db *db, const struct jobq_lease *l, void *job, const struct job_outcome *o,
 		     struct buf *err)
 {
 	struct pjob *p = job;
-	char have[65] = "";
-	bool found = false;
+	char have[65];
 	if (o->status != JOB_COMPLETED)
 		return 0;
-	/* the window's updater rule first, the order paper steps and promotions lock in
-	 * (common/updater.h): the discovery below runs under it */
-	if (updater_lock(db, p->window, err) != 0)
+	int reg = mk_register(db, p->window, &p->v, p->assets, p->n_assets, mk_interval_ms(p->interval), have, err);
+	if (reg < 0)
 		return -1;
-	pf_assets_json(p);
-	struct db_arg ins[] = { DB_ARG_TEXT(p->v.label), DB_ARG_TEXT(p->v.hash), DB_ARG_TEXT(p->v.path),
-				DB_ARG_TEXT(p->assets_json), DB_ARG_INT(mk_interval_ms(p->interval)),
-				DB_ARG_INT((long long)p->v.bars), DB_ARG_INT(p->v.first_ms), DB_ARG_INT(p->v.last_ms) };
-	struct db_col hc[] = { DB_COL_TEXT(have) };
-	struct db_arg key[] = { DB_ARG_TEXT(p->v.label) };
-	if (db_exec(db, "INSERT IGNORE INTO datasets (version, dataset_hash, path, assets, interval_ms, bars, first_ts, "
-			"last_ts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", ins, 8, NULL, 0, NULL, NULL, NULL, 0) != DB_OK ||
-	    db_exec(db, "SELECT dataset_hash FROM datasets WHERE version = ? FOR UPDATE", key, 1, hc, 1, pf_got_row,
-		    &found, NULL, 0) != DB_OK) {
-		buf_printf(err, "database: %s", db_error(db));
-		return -1;
-	}
-	if (found && strcmp(have, p->v.hash) == 0) {
+	if (reg == 1) {
 		struct db_arg a[] = { DB_ARG_TEXT(p->v.label), DB_ARG_TEXT(l->id) };
-		struct db_arg m[] = { DB_ARG_TEXT(p->window), DB_ARG_TEXT(p->v.label) };
 		if (db_exec(db, "UPDATE data_prefetches SET dataset_id = (SELECT id FROM datasets WHERE version = ?) "
-				"WHERE id = ?", a, 2, NULL, 0, NULL, NULL, NULL, 0) != DB_OK ||
-		    db_exec(db, "INSERT INTO dataset_labels (label, dataset_id) SELECT ?, id FROM datasets WHERE version = ? "
-				"ON DUPLICATE KEY UPDATE dataset_id = VALUES(dataset_id)", m, 2, NULL, 0, NULL, NULL, NULL,
-			    0) != DB_OK ||
-		    paper_queue_step(db, p->window) < 0) {   /* new candles: advance the label's paper account */
+				"WHERE id = ?", a, 2, NULL, 0, NULL, NULL, NULL, 0) != DB_OK) {
 			buf_printf(err, "database: %s", db_error(db));
 			return -1;
 		}
-		/* the rule's candidates (sql/026), also for a label with no account to step yet */
-		if (updater_discover(db, p->window, ENGINE_DEFAULT_FEE_BPS, ENGINE_DEFAULT_MAX_LEVERAGE, err) < 0)
-			return -1;
-		/* forward scores (issue 18): the version joins its window's history, and the
-		 * window's evaluations and agent iterations are scored on it */
-		struct db_arg wv[] = { DB_ARG_TEXT(p->window), DB_ARG_TEXT(p->v.label) };
-		if (db_exec(db, "UPDATE datasets SET window_label = ? WHERE version = ? AND window_label IS NULL", wv, 2,
-			    NULL, 0, NULL, NULL, NULL, 0) != DB_OK) {
-			buf_printf(err, "database: %s", db_error(db));
-			return -1;
-		}
-		return forward_enqueue(db, p->window, err);
+		return 0;
 	}
 	char msg[400];
 	snprintf(msg, sizeof msg, "dataset version %s is already registered with another hash (%.16s...); "

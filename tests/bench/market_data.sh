@@ -18,6 +18,7 @@ tmp=$(mktemp -d)
 si=$!
 trap 'kill $si 2>/dev/null; rm -rf "$tmp"' EXIT
 for _ in $(seq 50); do [ -s "$tmp/port" ] && break; sleep 0.1; done
+unset DATABASE_URL   # store only: the figures are the fetcher and the store, not a registration
 export BINANCE_API_URL="http://127.0.0.1:$(cat "$tmp/port")" AGENTTEST_CONFIG=/dev/null
 
 /usr/bin/time -f "%e %U %S %M" -o "$tmp/t1" "$BIN" data fetch --data-dir "$tmp/d" --days-back "$DAYS" \

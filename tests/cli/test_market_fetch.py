@@ -54,6 +54,7 @@ def standin_factory():
 def fetch(standin, data_dir, *extra, check=True, timeout=120):
     env = dict(os.environ, BINANCE_API_URL=standin.url + "/", AGENTTEST_CONFIG="/dev/null")
     env.pop("MANTIS_DATA_DIR", None)
+    env.pop("DATABASE_URL", None)  # store only (registration: tests/e2e/test_data_cache.py)
     args = [BIN, "data", "fetch", "--data-dir", str(data_dir), "--backoff-ms", "50", "--timeout-ms", "1000", *extra]
     r = subprocess.run(args, capture_output=True, text=True, env=env, timeout=timeout)
     if check:
@@ -70,6 +71,8 @@ def test_every_fault_ends_complete_and_identical(standin_factory, tmp_path):
     faulty = standin_factory("--faults", "429,418,500,502,slow,empty,nonlist,badjson", "--fault-after", "2",
                              "--fault-every", "2", "--slow-s", "1.5")
     out = fetch(faulty, tmp_path / "a", "--days-back", "6", "--assets", ASSETS, "--no-pace", "--parallel", "1")
+    # no DATABASE_URL: stored only, and the output says so
+    assert out["registered"] is False and "agenttest dataset register " + out["path"] in out["notice"], out
     st = faulty.stats()
     assert st["faults_served"] == ["429", "418", "500", "502", "slow", "empty", "nonlist", "badjson"]
     for a in ASSETS.split(","):
@@ -188,7 +191,58 @@ def test_refresh_refuses_an_overlap_that_differs_from_the_stored_candles(standin
     assert err["detail"].startswith("BTC: the candle at ") and "differs" in err["detail"], err
     assert os.readlink(tmp_path / "binance-1m-1d") == "versions/" + first["dataset_hash"]
     assert sorted(e for e in os.listdir(tmp_path / "versions") if not e.startswith(".")) == \
-        sorted([first["dataset_hash"], first["dataset_hash"] + ".quality.json"])
+        sorted([first["dataset_hash"], first["dataset_hash"] + ".midstate", first["dataset_hash"] + ".quality.json"])
+
+
+def _verify(path):
+    r = subprocess.run([BIN, "data", "verify", path], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, AGENTTEST_CONFIG="/dev/null"))
+    return r.returncode, (json.loads(r.stdout) if r.returncode == 0 else json.loads(r.stderr))
+
+
+def test_refresh_resumes_the_hashes_same_bytes_as_a_full_write(standin_factory, tmp_path):
+    """A version is stored with its files' SHA-256 midstates
+    (<hash>.midstate); a refresh copies each stored column and hashes only
+    the new bars, giving the same dataset hash as a refresh that writes and
+    hashes everything (midstate file removed) and a version that verifies. A
+    midstate file that does not match the manifest is ignored. A stored file
+    corrupted after the fact is not blessed with a fresh hash: the refreshed
+    version fails verification instead."""
+    import shutil
+    s = standin_factory("--lag-minutes", "20")
+    base = tmp_path / "base"
+    first = fetch(s, base, "--days-back", "1", "--assets", ASSETS, "--no-pace")
+    mid = base / "versions" / (first["dataset_hash"] + ".midstate")
+    assert mid.is_file() and mid.stat().st_size == 24 + (1 + 3 * 5) * 104, mid.stat()
+    dirs = {k: tmp_path / k for k in ("fast", "full", "badmid", "rot")}
+    for k, d in dirs.items():
+        shutil.copytree(base, d, symlinks=True)
+    (dirs["full"] / "versions" / mid.name).unlink()
+    raw = bytearray((dirs["badmid"] / "versions" / mid.name).read_bytes())
+    raw[24 + 104 * 3] ^= 1   # the state of BTC.low.f64: no longer its manifest hash
+    (dirs["badmid"] / "versions" / mid.name).write_bytes(bytes(raw))
+    col = dirs["rot"] / "versions" / first["dataset_hash"] / "BTC.close.f64"
+    data = bytearray(col.read_bytes())
+    data[8 * 100] ^= 0x40
+    os.chmod(col, 0o644)
+    col.write_bytes(bytes(data))
+    s.lag(0)
+    for attempt in range(3):
+        minute = int(time.time() // 60)
+        out = {k: fetch(s, d, "--refresh", "--window", "binance-1m-1d", "--no-pace") for k, d in dirs.items()}
+        if int(time.time() // 60) == minute:
+            break
+        for k, d in dirs.items():   # a minute closed between them: redo from the base version
+            os.unlink(d / "binance-1m-1d")
+            os.symlink("versions/" + first["dataset_hash"], d / "binance-1m-1d")
+    assert out["fast"]["rows_added"] > 0
+    assert out["fast"]["dataset_hash"] == out["full"]["dataset_hash"] == out["badmid"]["dataset_hash"], out
+    for k in ("fast", "full", "badmid"):
+        rc, v = _verify(out[k]["path"])
+        assert rc == 0 and v["dataset_hash"] == out[k]["dataset_hash"], (k, v)
+        assert (dirs[k] / "versions" / (out[k]["dataset_hash"] + ".midstate")).is_file()
+    rc, v = _verify(out["rot"]["path"])
+    assert rc == 1 and v["code"] == "hash_mismatch" and "BTC.close.f64" in v["error"], v
 
 
 def test_pacing_connection_reuse_and_parallel_assets(standin_factory, tmp_path):
@@ -225,6 +279,7 @@ def test_interval_option(standin_factory, tmp_path):
 def test_killed_fetch_leaves_no_version(standin_factory, tmp_path):
     s = standin_factory("--faults", "slow,slow,slow,slow,slow,slow", "--slow-s", "0.5")
     env = dict(os.environ, BINANCE_API_URL=s.url, AGENTTEST_CONFIG="/dev/null")
+    env.pop("DATABASE_URL", None)
     p = subprocess.Popen([BIN, "data", "fetch", "--data-dir", str(tmp_path), "--days-back", "3", "--assets", ASSETS],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     time.sleep(1.2)
@@ -243,6 +298,7 @@ def test_progress_bar_on_a_terminal_only(standin_factory, tmp_path):
     fetched, ending full on the last asset; stderr a pipe: no bar at all."""
     s = standin_factory()
     env = dict(os.environ, BINANCE_API_URL=s.url, AGENTTEST_CONFIG="/dev/null")
+    env.pop("DATABASE_URL", None)
     env.pop("MANTIS_DATA_DIR", None)
     master, slave = pty.openpty()
     p = subprocess.Popen([BIN, "data", "fetch", "--data-dir", str(tmp_path / "tty"), "--days-back", "2",
@@ -357,3 +413,51 @@ def test_fetch_and_refresh_with_the_coinglass_layer(standin_factory, tmp_path):
     finally:
         cg.kill()
         cg.wait()
+
+
+def _refused_url():
+    """http://127.0.0.1:PORT where nothing listens (connection refused)."""
+    import socket
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return "http://127.0.0.1:%d" % so.getsockname()[1]
+
+
+def _fetch_with_list(urls, data_dir):
+    """`agenttest data fetch` with no BINANCE_API_URL and BINANCE_API_URLS=urls."""
+    env = dict(os.environ, BINANCE_API_URLS=",".join(urls), AGENTTEST_CONFIG="/dev/null")
+    for k in ("BINANCE_API_URL", "MANTIS_DATA_DIR", "DATABASE_URL"):
+        env.pop(k, None)
+    return subprocess.run([BIN, "data", "fetch", "--data-dir", str(data_dir), "--days-back", "1", "--assets", "BTC",
+                           "--no-pace"], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_base_url_ping_and_fallback_uses_the_first_endpoint_that_answers(standin_factory, tmp_path):
+    """No BINANCE_API_URL: the endpoints of BINANCE_API_URLS are pinged in
+    order; one refusing connections and one answering 5xx are passed over,
+    the third is used; every candle comes from it."""
+    down = _refused_url()
+    sick = standin_factory("--ping-status", "503")
+    good = standin_factory()
+    r = _fetch_with_list([down, sick.url + "/", good.url], tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["quality"]["BTC"]["rows"] == out["bars"] > 1000
+    s, g = sick.stats(), good.stats()
+    assert s["ping"] == 1 and s["klines"] == 0, s
+    assert g["ping"] == 1 and g["klines"] >= 2, g
+
+
+def test_base_url_all_endpoints_down_fails_naming_each(standin_factory, tmp_path):
+    """Every endpoint of the list down: the fetch fails (fetch_failed, exit 1)
+    naming each endpoint tried and why, and stores nothing."""
+    down = _refused_url()
+    sick = standin_factory("--ping-status", "502")
+    r = _fetch_with_list([down, sick.url], tmp_path)
+    assert r.returncode == 1, r.stderr
+    e = json.loads(r.stderr)
+    assert e["code"] == "fetch_failed", e
+    assert down + " (" in e["error"] and sick.url + " (HTTP 502)" in e["error"], e
+    assert "BINANCE_API_URLS" in e["error"], e
+    assert sick.stats()["klines"] == 0
+    assert not (tmp_path / "versions").exists()

@@ -85,6 +85,53 @@ def test_fetched_data_evaluates_end_to_end(stack, tmp_path):
     assert 0.0 <= e["score"] <= 1.0
 
 
+def test_cli_fetch_registers_and_moves_the_label_like_the_prefetch(stack, tmp_path):
+    """With DATABASE_URL configured, `agenttest data fetch` registers its
+    version (the prefetch job's code, market/register.c) and points the
+    window's label at it; a refresh registers the new version and moves the
+    label; the label then evaluates on the newest version through POST
+    /api/evaluations, with no `dataset register` step."""
+    import secrets
+    window = "clireg-" + secrets.token_hex(4)
+    si, base = _standin("--lag-minutes", "90")
+    try:
+        env = dict(stack.cli_env(), BINANCE_API_URL=base)
+        args = [str(BIN / "agenttest"), "data", "fetch", "--data-dir", str(tmp_path / "data"), "--window", window,
+                "--no-pace"]
+
+        def run(*extra):
+            f = subprocess.run(args + list(extra), env=env, capture_output=True, text=True, timeout=300)
+            assert f.returncode == 0, f.stderr
+            return json.loads(f.stdout)
+        first = run("--days-back", "8", "--assets", "BTC,ETH")
+        assert first["registered"] is True and "notice" not in first, first
+        reg = stack.get("/datasets/" + first["version"])
+        assert reg.status == 200 and reg.json()["dataset_hash"] == first["dataset_hash"], reg
+        assert _sql(stack, "SELECT d.version FROM dataset_labels l JOIN datasets d ON d.id = l.dataset_id "
+                           "WHERE l.label = '%s'" % window).split() == [first["version"]]
+        _standin_post(base, "/admin/lag?minutes=0")
+        new = run("--refresh")
+        assert new["registered"] is True and new["rows_added"] > 0 and new["version"] != first["version"], new
+        rows = _sql(stack, "SELECT version, dataset_hash, bars, window_label FROM datasets WHERE version LIKE '%s-%%' "
+                           "ORDER BY id" % window).splitlines()
+        assert [r.split("\t") for r in rows] == [
+            [first["version"], first["dataset_hash"], str(first["bars"]), window],
+            [new["version"], new["dataset_hash"], str(new["bars"]), window]], rows
+        assert _sql(stack, "SELECT d.version FROM dataset_labels l JOIN datasets d ON d.id = l.dataset_id "
+                           "WHERE l.label = '%s'" % window).split() == [new["version"]]
+    finally:
+        si.kill()
+        si.wait()
+    api = Api(stack, stack.create_token(role="user"))
+    r = api.post("/api/evaluations", {"challenge": "ETH-1H-BINARY", "code": MOMENTUM, "days_back": 7,
+                                      "holdout_days": 2, "dataset_version": window})
+    assert r.status == 202, r
+    e = wait_done(api, r.json()["id"])
+    assert e["status"] == "completed", e
+    assert e["dataset_version"] == new["version"]
+    assert 0.0 <= e["score"] <= 1.0
+
+
 # ---- the prefetch job (POST /api/data-cache/prefetch, status, delete) ------
 
 TWO = ["BTC", "ETH"]
@@ -171,6 +218,48 @@ def test_prefetch_one_job_per_window_durable_status(prefetch_stack):
     assert _wait_prefetch(user, 90)["status"] == "completed"
 
 
+def _wait_status(api, days, pred, timeout=90):
+    """Poll GET /api/data-cache/status?days_back=days until pred(status)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        s = api.get("/api/data-cache/status?days_back=%d" % days).json()
+        if pred(s):
+            return s
+        assert s["status"] in ("queued", "running"), s
+        time.sleep(0.2)
+    raise AssertionError("status of %d days never got there: %s" % (days, s))
+
+
+def test_prefetch_progress_is_visible_mid_fetch_and_increases(prefetch_stack):
+    """The stand-in holds ETH and SOL until the test releases them: while the
+    prefetch waits, GET /api/data-cache/status shows 1 of 3 assets and BTC's
+    candles; releasing SOL moves it to 2 with more candles; releasing ETH
+    completes it (progress strictly between 0 and the total, increasing)."""
+    stack, base, data = prefetch_stack
+    admin = Api(stack, stack.create_token(role="admin"))
+    _standin_post(base, "/admin/hold?symbols=ETHUSDT,SOLUSDT")
+    try:
+        r = admin.post("/api/data-cache/prefetch", {"days_back": 240, "assets": ["BTC", "ETH", "SOL"]})
+        assert r.status == 202, r
+        one = _wait_status(admin, 240, lambda s: s["assets_done"] >= 1)
+        assert one["running"] is True and one["total_steps"] == 3, one
+        assert one["progress"] == one["assets_done"] == 1, one
+        assert 1440 <= one["rows_fetched"] <= 2 * 1440 + 4, one   # BTC's two days, nothing of ETH or SOL
+        time.sleep(1.0)   # held: nothing moves
+        still = admin.get("/api/data-cache/status?days_back=240").json()
+        assert (still["progress"], still["rows_fetched"], still["running"]) == (1, one["rows_fetched"], True), still
+        _standin_post(base, "/admin/release?symbols=SOLUSDT")
+        two = _wait_status(admin, 240, lambda s: s["assets_done"] >= 2)
+        assert two["running"] is True and two["progress"] == 2 < two["total_steps"], two
+        assert two["rows_fetched"] >= one["rows_fetched"] + 1440, (one, two)
+    finally:
+        _standin_post(base, "/admin/release")
+    done = _wait_prefetch(admin, 240)
+    assert done["status"] == "completed", done
+    assert done["progress"] == done["total_steps"] == 3
+    assert done["rows_fetched"] >= two["rows_fetched"] + 1440, (two, done)
+
+
 def test_prefetch_validation_and_access(prefetch_stack):
     stack = prefetch_stack[0]
     admin = Api(stack, stack.create_token(role="admin"))
@@ -249,6 +338,7 @@ def test_delete_refuses_pinned_versions_and_running_prefetches(prefetch_stack):
                         "deleted": [v["dataset_version"]], "kept": []}
     assert not (data / "binance-1m-180d").exists() and not vdir.exists()
     assert not (data / "versions" / (v["dataset_hash"] + ".quality.json")).exists()
+    assert not (data / "versions" / (v["dataset_hash"] + ".midstate")).exists()
     assert user.get("/datasets/" + v["dataset_version"]).status == 404
     assert user.get("/api/data-cache").json()["180"] == {"cached": False}
     gone = user.post("/api/evaluations", {"challenge": "ETH-1H-BINARY", "code": MOMENTUM, "days_back": 1,
@@ -365,8 +455,9 @@ def test_runner_killed_mid_prefetch_leaves_no_half_version_and_retries(prefetch_
     done = _wait_prefetch(admin, 365, timeout=90)
     assert done["status"] == "completed" and done["attempts"] == 2, done
     after = set(os.listdir(data / "versions"))
-    # exactly the new version and its report; no staging entry of the killed attempt
-    assert after - before == {done["dataset_hash"], done["dataset_hash"] + ".quality.json"}, after - before
+    # exactly the new version, its report and its midstates; no staging entry of the killed attempt
+    assert after - before == {done["dataset_hash"], done["dataset_hash"] + ".quality.json",
+                              done["dataset_hash"] + ".midstate"}, after - before
     assert not [n for n in os.listdir(data) if n.startswith(".")]
     assert os.readlink(data / "binance-1m-365d") == "versions/" + done["dataset_hash"]
 

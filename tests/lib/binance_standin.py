@@ -23,6 +23,10 @@ more faults (served to the next klines requests). POST
 /admin/gap?symbol=SYM&from=MS&to=MS: SYM has no candle with an open time in
 [from, to] (a gap on demand, for paper trading). GET /admin/stats: counts, each klines request's
 [symbol, client port, arrival time] and the most served at once.
+--ping-status S: GET /api/v3/ping answers S (default 200; the base-URL
+fallback tests). POST /admin/hold?symbols=A,B: klines requests for those
+symbols wait (up to 60 s) until POST /admin/release?symbols=A (or with no
+symbols: all), so a test can look at a fetch mid-way.
 Prints the port on stdout, then serves until killed.
 """
 import argparse
@@ -57,6 +61,7 @@ class State:
         self.faults = [f for f in args.faults.split(",") if f]
         self.lag_ms = args.lag_minutes * 60000
         self.gaps = []   # (symbol, from_ms, to_ms) of POST /admin/gap
+        self.holds = {}  # symbol -> threading.Event set on release (POST /admin/hold)
         self.lock = threading.Lock()
         self.in_flight = 0
         # pages: [symbol, client port, arrival time] of every klines request (connection
@@ -98,6 +103,18 @@ class Handler(BaseHTTPRequestHandler):
             with st.lock:
                 st.gaps.append((q["symbol"][0], int(q["from"][0]), int(q["to"][0])))
             return self.reply(200, "{}")
+        if u.path in ("/admin/hold", "/admin/release"):
+            syms = [x for x in parse_qs(u.query).get("symbols", [""])[0].split(",") if x]
+            with st.lock:
+                if u.path == "/admin/hold":
+                    for x in syms:
+                        st.holds[x] = threading.Event()
+                else:
+                    for x in syms or list(st.holds):
+                        ev = st.holds.pop(x, None)
+                        if ev:
+                            ev.set()
+            return self.reply(200, "{}")
         if u.path == "/admin/faults":
             with st.lock:
                 st.faults += [f for f in parse_qs(u.query)["list"][0].split(",") if f]
@@ -112,6 +129,8 @@ class Handler(BaseHTTPRequestHandler):
         if u.path == "/api/v3/ping":
             with st.lock:
                 st.stats["ping"] += 1
+            if st.args.ping_status != 200:
+                return self.reply(st.args.ping_status, '{"code":-1000,"msg":"unavailable"}')
             return self.reply(200, "{}")
         if u.path == "/admin/stats":
             with st.lock:
@@ -141,6 +160,10 @@ class Handler(BaseHTTPRequestHandler):
                 fault = st.faults.pop(0)
                 st.stats["faults_served"].append(fault)
         q = {k: v[0] for k, v in parse_qs(u.query).items()}
+        with st.lock:
+            hold = st.holds.get(q.get("symbol", ""))
+        if hold:
+            hold.wait(60)
         if fault in ("429", "418"):
             return self.reply(int(fault), '{"code":-1003,"msg":"Too many requests"}', [("Retry-After", "1")])
         if fault and fault.isdigit():
@@ -184,6 +207,7 @@ def main():
     ap.add_argument("--gap-symbol", default="")
     ap.add_argument("--lag-minutes", type=int, default=0)
     ap.add_argument("--history-days", type=float, default=0)
+    ap.add_argument("--ping-status", type=int, default=200)
     args = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True

@@ -89,49 +89,83 @@ static int mk_xfer(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_
 	return r->cancelled && r->cancelled(r->ud) ? 1 : 0;
 }
 
-int mk_base_url(const char *configured, char *out, size_t outlen, int *us)
+/* Copy base (len bytes) into out without its trailing slashes; sets *us.
+ * 0, or -1 if it does not fit. */
+static int mk_base_copy(const char *base, size_t len, char *out, size_t outlen, int *us)
 {
-	static const char *const bases[] = { "https://api.binance.com", "https://api1.binance.com",
-					     "https://api.binance.us" };
-	const char *pick = bases[0];
-	size_t len;
-	if (configured && *configured) {
-		len = strlen(configured);
-		while (len > 0 && configured[len - 1] == '/')
-			len--;
-		if (len + 1 > outlen)
-			return -1;
-		memcpy(out, configured, len);
-		out[len] = '\0';
-		*us = strstr(out, "binance.us") != NULL;
+	while (len > 0 && base[len - 1] == '/')
+		len--;
+	if (len + 1 > outlen)
+		return -1;
+	memcpy(out, base, len);
+	out[len] = '\0';
+	*us = strstr(out, "binance.us") != NULL;
+	return 0;
+}
+
+/* GET base/api/v3/ping with h (5 s): 1 when it answers 200, else 0 with
+ * why filled ("HTTP 503", or curl's reason). */
+static int mk_ping(CURL *h, const char *base, char *why, size_t whylen)
+{
+	char url[1100];
+	long code = 0;
+	struct buf b = BUF_INIT;
+	snprintf(url, sizeof url, "%s/api/v3/ping", base);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, mk_curl_collect);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	CURLcode cc = curl_easy_perform(h);
+	buf_free(&b);
+	if (cc != CURLE_OK) {
+		snprintf(why, whylen, "%s", curl_easy_strerror(cc));
 		return 0;
 	}
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	if (code == 200)
+		return 1;
+	snprintf(why, whylen, "HTTP %ld", code);
+	return 0;
+}
+
+int mk_base_url(const char *configured, const char *list, char *out, size_t outlen, int *us, char *err,
+		size_t errlen)
+{
+	static const char defaults[] = "https://api.binance.com,https://api1.binance.com,https://api.binance.us";
+	if (configured && *configured) {
+		if (mk_base_copy(configured, strlen(configured), out, outlen, us) == 0)
+			return 0;
+		snprintf(err, errlen, "BINANCE_API_URL is too long");
+		return -1;
+	}
+	const char *l = list && *list ? list : defaults;
+	struct buf tried = BUF_INIT;
+	int rc = -1;
 	CURL *h = curl_easy_init();
-	for (size_t i = 0; h && i < sizeof bases / sizeof bases[0]; i++) {
-		char url[256];
-		long code = 0;
-		snprintf(url, sizeof url, "%s/api/v3/ping", bases[i]);
-		curl_easy_setopt(h, CURLOPT_URL, url);
-		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
-		curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-		curl_easy_setopt(h, CURLOPT_NOBODY, 0L);
-		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, mk_curl_collect);
-		struct buf b = BUF_INIT;
-		curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-		if (curl_easy_perform(h) == CURLE_OK &&
-		    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK && code == 200) {
-			pick = bases[i];
-			buf_free(&b);
-			break;
-		}
-		buf_free(&b);
+	if (!h)
+		buf_puts(&tried, "libcurl could not start");
+	for (const char *p = l; h && *p && rc != 0;) {
+		size_t len = strcspn(p, ",");
+		char base[1024], why[CURL_ERROR_SIZE + 32];
+		int u = 0;
+		if (len && mk_base_copy(p, len, base, sizeof base, &u) == 0 && base[0]) {
+			if (mk_ping(h, base, why, sizeof why)) {
+				rc = mk_base_copy(base, strlen(base), out, outlen, us);
+				if (rc != 0)
+					buf_printf(&tried, "%s%s (too long)", tried.len ? ", " : "", base);
+			} else
+				buf_printf(&tried, "%s%s (%s)", tried.len ? ", " : "", base, why);
+		} else if (len)
+			buf_printf(&tried, "%s%.*s (unusable)", tried.len ? ", " : "", (int)(len > 64 ? 64 : len), p);
+		p += len + (p[len] == ',');
 	}
 	curl_easy_cleanup(h);
-	if (strlen(pick) + 1 > outlen)
-		return -1;
-	strcpy(out, pick); /* length checked above */
-	*us = strstr(pick, "binance.us") != NULL;
-	return 0;
+	if (rc != 0)
+		snprintf(err, errlen, "no Binance endpoint answered GET /api/v3/ping with 200 (set BINANCE_API_URL or "
+			 "BINANCE_API_URLS); tried: %s", tried.len ? buf_cstr(&tried) : "nothing (empty list)");
+	buf_free(&tried);
+	return rc;
 }
 
 /* Shared state of one mk_fetch(). */
@@ -139,6 +173,7 @@ struct mk_job {
 	const struct mk_request *r;
 	struct kl_series        *out;
 	pthread_mutex_t          mu;
+	pthread_mutex_t          pmu;       /* serialises the progress callback (held over mu) */
 	size_t                   next;      /* next asset to take */
 	size_t                   done;      /* assets finished */
 	size_t                   rows;      /* candles stored so far */
@@ -155,6 +190,22 @@ static void mk_fail(struct mk_job *j, enum mk_err rc, const char *msg)
 		snprintf(j->err, sizeof j->err, "%s", msg);
 	}
 	pthread_mutex_unlock(&j->mu);
+}
+
+/* Count `rows` more candles and `assets` more assets done, then call the
+ * progress callback with the totals, one thread at a time (market.h), so
+ * the caller sees counts that never go down. */
+static void mk_report(struct mk_job *j, size_t rows, size_t assets)
+{
+	pthread_mutex_lock(&j->pmu);
+	pthread_mutex_lock(&j->mu);
+	j->rows += rows;
+	j->done += assets;
+	size_t done = j->done, all = j->rows;
+	pthread_mutex_unlock(&j->mu);
+	if (j->r->progress)
+		j->r->progress(j->r->ud, done, j->r->n_assets, all);
+	pthread_mutex_unlock(&j->pmu);
 }
 
 /* True once any asset failed or the caller cancelled. */
@@ -296,12 +347,7 @@ static int mk_asset(struct mk_job *j, CURL *h, struct buf *b, size_t i)
 				snprintf(why, sizeof why, "empty page before the end of the window");
 				pg = PAGE_RETRY;
 			} else {
-				pthread_mutex_lock(&j->mu);
-				j->rows += s->n - before;
-				size_t done = j->done, all = j->rows;
-				pthread_mutex_unlock(&j->mu);
-				if (r->progress)
-					r->progress(r->ud, done, r->n_assets, all);
+				mk_report(j, s->n - before, 0);
 			}
 		}
 		if (pg == PAGE_RATE) {
@@ -370,12 +416,7 @@ static void *mk_worker(void *ud)
 		pthread_mutex_unlock(&j->mu);
 		if (i == SIZE_MAX || mk_asset(j, h, &b, i) != 0)
 			break;
-		pthread_mutex_lock(&j->mu);
-		j->done++;
-		size_t done = j->done, rows = j->rows;
-		pthread_mutex_unlock(&j->mu);
-		if (j->r->progress)
-			j->r->progress(j->r->ud, done, j->r->n_assets, rows);
+		mk_report(j, 0, 1);
 	}
 	curl_easy_cleanup(h);
 	buf_free(&b);
@@ -393,6 +434,7 @@ enum mk_err mk_fetch(const struct mk_request *r, struct kl_series *out, char *er
 	}
 	struct mk_job j = { .r = r, .out = out, .rc = MK_OK };
 	pthread_mutex_init(&j.mu, NULL);
+	pthread_mutex_init(&j.pmu, NULL);
 	int nt = r->parallel < 1 ? 1 : r->parallel > 8 ? 8 : r->parallel;
 	if ((size_t)nt > r->n_assets)
 		nt = (int)r->n_assets;
@@ -406,6 +448,7 @@ enum mk_err mk_fetch(const struct mk_request *r, struct kl_series *out, char *er
 	for (int t = 0; t < started; t++)
 		pthread_join(th[t], NULL);
 	pthread_mutex_destroy(&j.mu);
+	pthread_mutex_destroy(&j.pmu);
 	if (j.rc != MK_OK)
 		snprintf(err, errlen, "%s", j.err);
 	return j.rc;

@@ -5,11 +5,15 @@
  * Layout under data_dir (MANTIS_DATA_DIR):
  *   versions/<dataset hash>/              one dataset (docs/datasets.md format)
  *   versions/<dataset hash>.quality.json  its quality report
+ *   versions/<dataset hash>.midstate      its files' SHA-256 midstates (midstate.h)
  *   <window>  ->  versions/<dataset hash>  the moving label (symlink)
  * A version is written by ds_writer into a hidden staging name, then
  * renamed to its hash with RENAME_NOREPLACE (the same bytes fetched twice
  * give the same directory, kept once); the label is a new symlink renamed
- * over the old one. A crash at any point leaves only hidden staging
+ * over the old one. versions/<hash>.midstate (midstate.h) keeps each file's
+ * SHA-256 midstate, so a refresh copies the stored prefix of every column
+ * in the kernel and hashes only the new bars (dataset_extend.h): same
+ * bytes, same hashes as writing everything again. A crash at any point leaves only hidden staging
  * entries, never a half version or a label pointing at one.
  */
 #include "evaluator/runner/market/market.h"
@@ -26,7 +30,31 @@
 #include <unistd.h>
 
 #include "evaluator/dataset.h"
+#include "evaluator/dataset_extend.h"
+#include "evaluator/runner/market/midstate.h"
 #include "xalloc.h"
+
+/*
+ * What a refresh keeps of the stored version (midstate.h): its directory,
+ * its bar count, and per file the SHA-256 midstate (NULL: write it the
+ * plain way). ts: the timestamps' state; col[a*5+f]: asset a's OHLCV field
+ * f; an asset whose new candles fall inside the old grid (a gap at its end
+ * filled) has NULLs, since its stored prefix is not the new one.
+ */
+struct mk_prefix {
+	char    dir[4352];
+	size_t  bars;
+	const crypto_hash_sha256_state  *ts;
+	const crypto_hash_sha256_state **col;
+};
+
+/* Open file `name` of the prefix's directory read-only; -1 if it cannot. */
+static int mk_prefix_open(const struct mk_prefix *p, const char *name)
+{
+	char path[4608];
+	snprintf(path, sizeof path, "%s/%s", p->dir, name);
+	return open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+}
 
 /* Remove a flat directory (a staging dataset) and its files. */
 static void mk_rmdir_flat(const char *dir)
@@ -66,10 +94,29 @@ static void mk_label(char *out, size_t len, const char *window, int64_t last_ms)
 		 tm.tm_mday, tm.tm_hour, tm.tm_min);
 }
 
-/* Write the dataset (grid + columns) to `dir` (must not exist). */
+/* One file: the stored prefix (pre, name, mid) when there is one and it
+ * opens, else everything; via the writer's ts or column put. */
+static enum ds_err mk_put(struct ds_writer *w, const struct mk_prefix *pre, const char *name,
+			  const crypto_hash_sha256_state *mid, size_t a, size_t f, const int64_t *ts, const double *col,
+			  struct ds_error *e)
+{
+	int fd = pre && mid ? mk_prefix_open(pre, name) : -1;
+	size_t keep = fd >= 0 ? pre->bars : 0;
+	enum ds_err rc = ts ? ds_writer_put_ts_extend(w, fd, keep, mid, ts, e)
+			    : ds_writer_put_extend(w, a, f, fd, keep, mid, col, e);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* Write the dataset (grid + columns) to `dir` (must not exist), with the
+ * stored prefix pre (NULL: none); the files' midstates into *mid (*n_mid
+ * of them, caller frees; NULL if they could not be had). */
 static enum mk_err mk_write(const char *dir, const char *label, const char *const *assets, size_t n,
 			    const struct kl_series *s, int64_t first_ms, int64_t last_ms, int64_t ival,
-			    const double *cg, const char *source_json, struct mk_version *v, char *err, size_t errlen)
+			    const double *cg, const char *source_json, const struct mk_prefix *pre,
+			    struct mk_version *v, crypto_hash_sha256_state **mid, size_t *n_mid, char *err,
+			    size_t errlen)
 {
 	size_t T = (size_t)((last_ms - first_ms) / ival) + 1;
 	const char *fields[5 + MK_CG_FIELDS] = { "open", "high", "low", "close", "volume" };
@@ -86,7 +133,9 @@ static enum mk_err mk_write(const char *dir, const char *label, const char *cons
 	for (size_t i = 0; i < T; i++)
 		ts[i] = first_ms + (int64_t)i * ival;
 	struct ds_writer *w = ds_writer_begin(dir, &l, &e);
-	if (!w || ds_writer_put_ts(w, ts, &e) != DS_OK)
+	*mid = NULL;
+	*n_mid = 0;
+	if (!w || mk_put(w, pre, "ts.i64", pre ? pre->ts : NULL, 0, 0, ts, NULL, &e) != DS_OK)
 		goto fail;
 	v->quality = json_object_new_object();
 	for (size_t a = 0; a < n; a++) {
@@ -94,13 +143,19 @@ static enum mk_err mk_write(const char *dir, const char *label, const char *cons
 		kl_grid(&s[a], first_ms, last_ms, ival, col, &q);
 		json_object_object_add(v->quality, assets[a], kl_quality_json(&q, 1000));
 		kl_quality_free(&q);
-		for (size_t f = 0; f < 5; f++)
-			if (ds_writer_put(w, a, f, col[f], &e) != DS_OK)
+		for (size_t f = 0; f < 5; f++) {
+			char name[160];
+			snprintf(name, sizeof name, "%s.%s.f64", assets[a], fields[f]);
+			if (mk_put(w, pre, name, pre ? pre->col[a * 5 + f] : NULL, a, f, NULL, col[f], &e) != DS_OK)
 				goto fail;
+		}
 		for (size_t f = 0; cg && f < MK_CG_FIELDS; f++)
 			if (ds_writer_put(w, a, 5 + f, cg + (a * MK_CG_FIELDS + f) * T, &e) != DS_OK)
 				goto fail;
 	}
+	const crypto_hash_sha256_state *ms = ds_writer_midstates(w, n_mid);
+	*mid = xcalloc(*n_mid, sizeof **mid);
+	memcpy(*mid, ms, *n_mid * sizeof **mid);
 	if (ds_writer_commit(w, v->hash, &e) != DS_OK) {
 		w = NULL;
 		goto fail;
@@ -112,6 +167,9 @@ static enum mk_err mk_write(const char *dir, const char *label, const char *cons
 	goto out;
 fail:
 	ds_writer_abort(w);
+	free(*mid);
+	*mid = NULL;
+	*n_mid = 0;
 	snprintf(err, errlen, "writing the dataset: %s", e.msg);
 	rc = MK_ERR_STORE;
 out:
@@ -157,11 +215,15 @@ static int mk_write_quality(const char *data_dir, const struct mk_version *v)
 	return 0;
 }
 
-enum mk_err mk_store(const char *data_dir, const char *window, const char *const *assets, size_t n,
-		     const struct kl_series *s, int64_t first_ms, int64_t last_ms, int64_t interval_ms,
-		     const double *cg, const char *source_json, struct mk_version *v, char *err, size_t errlen)
+/* mk_store with the stored prefix of a refresh (NULL: none). */
+static enum mk_err mk_store_pre(const char *data_dir, const char *window, const char *const *assets, size_t n,
+				const struct kl_series *s, int64_t first_ms, int64_t last_ms, int64_t interval_ms,
+				const double *cg, const char *source_json, const struct mk_prefix *pre,
+				struct mk_version *v, char *err, size_t errlen)
 {
 	char vdir[4352], stage[4400];
+	crypto_hash_sha256_state *mid = NULL;
+	size_t n_mid = 0;
 	memset(v, 0, sizeof *v);
 	if (!ds_valid_label(window) || strlen(window) > 64) {
 		snprintf(err, errlen, "bad window label '%s'", window);
@@ -177,8 +239,8 @@ enum mk_err mk_store(const char *data_dir, const char *window, const char *const
 	mk_label(v->label, sizeof v->label, window, last_ms);
 	snprintf(stage, sizeof stage, "%s/.stage-%ld-%lld", vdir, (long)getpid(), (long long)last_ms);
 	mk_rmdir_flat(stage); /* a leftover of this pid (reused) */
-	enum mk_err rc = mk_write(stage, v->label, assets, n, s, first_ms, last_ms, interval_ms, cg, source_json, v,
-				  err, errlen);
+	enum mk_err rc = mk_write(stage, v->label, assets, n, s, first_ms, last_ms, interval_ms, cg, source_json, pre,
+				  v, &mid, &n_mid, err, errlen);
 	if (rc != MK_OK)
 		goto fail;
 	snprintf(v->path, sizeof v->path, "%s/%s", vdir, v->hash);
@@ -191,6 +253,9 @@ enum mk_err mk_store(const char *data_dir, const char *window, const char *const
 		mk_rmdir_flat(stage); /* same bytes already stored: keep the first */
 	}
 	mk_share_dir(v->path);
+	/* a cache for the next refresh: without it that refresh hashes everything */
+	(void)mk_midstate_save(data_dir, v->hash, mid, n_mid);
+	free(mid);
 	if (mk_write_quality(data_dir, v) != 0 || mk_point_label(data_dir, window, v->hash) != 0) {
 		snprintf(err, errlen, "cannot write the quality report or the label %s/%s: %s", data_dir, window,
 			 strerror(errno));
@@ -198,10 +263,19 @@ enum mk_err mk_store(const char *data_dir, const char *window, const char *const
 	}
 	return MK_OK;
 fail:
+	free(mid);
 	mk_rmdir_flat(stage);
 	json_object_put(v->quality);
 	v->quality = NULL;
 	return rc;
+}
+
+enum mk_err mk_store(const char *data_dir, const char *window, const char *const *assets, size_t n,
+		     const struct kl_series *s, int64_t first_ms, int64_t last_ms, int64_t interval_ms,
+		     const double *cg, const char *source_json, struct mk_version *v, char *err, size_t errlen)
+{
+	return mk_store_pre(data_dir, window, assets, n, s, first_ms, last_ms, interval_ms, cg, source_json, NULL, v,
+			    err, errlen);
 }
 
 /* The stored candles of asset a of ds (its bars with a close) as a series
@@ -290,11 +364,26 @@ enum mk_err mk_refresh(const char *data_dir, const char *window, struct mk_reque
 	int64_t ival = ds_interval_ms(ds), first = ds_timestamps(ds)[0], last = ds_timestamps(ds)[T - 1];
 	const char **assets = xcalloc(n, sizeof *assets);
 	struct kl_series *old = xcalloc(n, sizeof *old), *got = xcalloc(n, sizeof *got);
+	size_t *stored = xcalloc(n, sizeof *stored);
 	for (size_t a = 0; a < n; a++) {
 		assets[a] = xstrdup(ds_asset_name(ds, a));
 		mk_load_series(ds, a, &old[a]);
+		stored[a] = old[a].n;
 	}
 	snprintf(v->hash, sizeof v->hash, "%s", ds_hash(ds));
+	/* the stored files' midstates, when every OHLCV field is there to extend */
+	struct mk_prefix pre = { .bars = T };
+	crypto_hash_sha256_state *mid = mk_midstate_load(data_dir, ds);
+	size_t nf = ds_field_count(ds);
+	pre.col = xcalloc(n * 5, sizeof *pre.col);
+	for (size_t f = 0; mid && f < 5; f++) {
+		static const char *const ohlcv[5] = { "open", "high", "low", "close", "volume" };
+		long fi = ds_field_index(ds, ohlcv[f]);
+		for (size_t a = 0; fi >= 0 && a < n; a++)
+			pre.col[a * 5 + f] = &mid[1 + a * nf + (size_t)fi];
+	}
+	pre.ts = mid;
+	snprintf(pre.dir, sizeof pre.dir, "%s/versions/%s", data_dir, v->hash);
 	ds_close(ds);
 	r->assets = assets;
 	r->n_assets = n;
@@ -319,6 +408,11 @@ enum mk_err mk_refresh(const char *data_dir, const char *window, struct mk_reque
 		if (old[a].n && old[a].t[old[a].n - 1] > new_last)
 			new_last = old[a].t[old[a].n - 1];
 	}
+	/* an asset whose new candles fill bars of the old grid has no stored prefix */
+	for (size_t a = 0; a < n; a++)
+		if (old[a].n > stored[a] && old[a].t[stored[a]] <= last)
+			for (size_t f = 0; f < 5; f++)
+				pre.col[a * 5 + f] = NULL;
 	if (rc == MK_OK && *added > 0) {
 		char src[256];
 		double *cols = NULL;
@@ -331,7 +425,8 @@ enum mk_err mk_refresh(const char *data_dir, const char *window, struct mk_reque
 		snprintf(src, sizeof src, "{\"kind\":\"binance-klines\",\"refresh_of\":\"%s\",\"coinglass\":%s}", v->hash,
 			 cols ? "true" : "false");
 		if (rc == MK_OK)
-			rc = mk_store(data_dir, window, assets, n, old, first, new_last, ival, cols, src, v, err, errlen);
+			rc = mk_store_pre(data_dir, window, assets, n, old, first, new_last, ival, cols, src,
+					  mid ? &pre : NULL, v, err, errlen);
 		free(cols);
 	}
 	for (size_t a = 0; a < n; a++) {
@@ -342,5 +437,8 @@ enum mk_err mk_refresh(const char *data_dir, const char *window, struct mk_reque
 	free(old);
 	free(got);
 	free(assets);
+	free(stored);
+	free(mid);
+	free(pre.col);
 	return rc;
 }

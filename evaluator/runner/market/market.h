@@ -14,7 +14,8 @@
  *                 version under <data_dir>/versions/<dataset hash>/, and the
  *                 moving label <data_dir>/<window> (a symlink swapped
  *                 atomically) pointed at it; the quality report is written
- *                 next to it (quality.json) and returned.
+ *                 next to it (quality.json) and returned; the files'
+ *                 SHA-256 midstates too (midstate.h), for mk_refresh.
  *   mk_refresh()  the newest version of a window + only the candles newer
  *                 than its last one (the last few stored candles are
  *                 fetched again and must match) → a new version.
@@ -83,12 +84,17 @@ int64_t mk_interval_ms(const char *name);
 
 /*
  * The Binance base URL: `configured` (BINANCE_API_URL) with trailing
- * slashes stripped if non-empty; otherwise the first of api.binance.com,
- * api1.binance.com, api.binance.us whose /api/v3/ping answers 200 within
- * 5 s, else the first. Writes into out (outlen bytes). Sets *us when the
- * base is binance.us (its pacing is 200 ms). Returns 0, -1 if too long.
+ * slashes stripped if non-empty; otherwise the first endpoint of `list`
+ * (BINANCE_API_URLS, comma-separated; NULL or empty: api.binance.com,
+ * api1.binance.com, api.binance.us) whose /api/v3/ping answers 200 within
+ * 5 s, tried in order. Writes into out (outlen bytes). Sets *us when the
+ * base is binance.us (its pacing is 200 ms). Returns 0, or -1 with err
+ * filled: BINANCE_API_URL too long, or no endpoint answered (err names each
+ * endpoint tried and why it was passed over; unlike the original, which
+ * then used the first anyway and fetched nothing).
  */
-int mk_base_url(const char *configured, char *out, size_t outlen, int *us);
+int mk_base_url(const char *configured, const char *list, char *out, size_t outlen, int *us, char *err,
+		size_t errlen);
 
 /* Fetch. out[i] (n_assets, zeroed by the caller) receives asset i's candles
  * in [start, end]. On failure err names the asset and the time range; the

@@ -25,16 +25,18 @@ static void test_intervals_and_codes(void **st)
 static void test_base_url(void **st)
 {
 	(void)st;
-	char out[64];
+	char out[64], err[300];
 	int us = -1;
-	assert_int_equal(mk_base_url("http://127.0.0.1:9/", out, sizeof out, &us), 0);
+	assert_int_equal(mk_base_url("http://127.0.0.1:9/", NULL, out, sizeof out, &us, err, sizeof err), 0);
 	assert_string_equal(out, "http://127.0.0.1:9");
 	assert_int_equal(us, 0);
-	assert_int_equal(mk_base_url("https://api.binance.us///", out, sizeof out, &us), 0);
+	assert_int_equal(mk_base_url("https://api.binance.us///", "http://127.0.0.1:9", out, sizeof out, &us, err,
+				     sizeof err), 0);
 	assert_string_equal(out, "https://api.binance.us");
 	assert_int_equal(us, 1);
 	char small[8];
-	assert_int_equal(mk_base_url("http://127.0.0.1:9", small, sizeof small, &us), -1);
+	assert_int_equal(mk_base_url("http://127.0.0.1:9", NULL, small, sizeof small, &us, err, sizeof err), -1);
+	assert_non_null(strstr(err, "too long"));
 }
 
 static int always(void *ud)

@@ -101,13 +101,16 @@ static void test_pool_deletes_what_the_runner_stored(void **state)
 	assert_int_equal(st.st_gid, POOL_ID);
 	assert_true((st.st_mode & 070) == 070);
 	assert_true(st.st_mode & S_ISGID);
-	char q[4700];
+	char q[4700], mid[4700];
 	snprintf(q, sizeof q, "%s/versions/%s.quality.json", data_dir, v.hash);
+	snprintf(mid, sizeof mid, "%s/versions/%s.midstate", data_dir, v.hash);
 	assert_int_equal(access(q, F_OK), 0);
+	assert_int_equal(access(mid, F_OK), 0);
 	assert_int_equal(remove_as_pool(v.hash), 0);
 	assert_int_equal(stat(v.path, &st), -1);
 	assert_int_equal(errno, ENOENT);
 	assert_int_equal(access(q, F_OK), -1);
+	assert_int_equal(access(mid, F_OK), -1);   /* the refresh's midstates go with the version */
 	json_object_put(v.quality);
 	/* the runner stores again after the pool's delete */
 	store_version(&v, 1704067200000 + 3600000);
