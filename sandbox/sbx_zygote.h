@@ -73,6 +73,14 @@ int sbx_zygote_unconfined(void);
  * once if it was); never returns in a child whose confinement failed. */
 int sbx_zygote_confine(void);
 
+/* In the helper, once the zygote is ready and before its first fork
+ * (heap_thp.c): make the 2 MiB-aligned parts of the zygote's large private
+ * anonymous mappings huge pages, so that each fork and exit copies and
+ * zaps one page-table entry per 2 MiB instead of 512. Returns the bytes
+ * collapsed (0 when the kernel cannot) or -1 if the zygote's maps cannot
+ * be read. */
+long sbx_heap_collapse(pid_t pid);
+
 /* The helper's --zygote mode: build the box, start the Python zygote in
  * it, then serve run requests from ctl_fd until it closes. Returns the
  * helper's exit status. */
