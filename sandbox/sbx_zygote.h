@@ -81,6 +81,14 @@ int sbx_zygote_confine(void);
  * be read. */
 long sbx_heap_collapse(pid_t pid);
 
+/* In the Python zygote, once before the first fork (heap_plug.c): take
+ * every free chunk of glibc's main heap, so that a child's allocations
+ * come from fresh pages at the top instead of copying inherited ones.
+ * Returns the bytes taken. */
+size_t sbx_heap_plug(void);
+/* The same, exported to zygote.py (zygote_so.c). */
+long sbx_zygote_plug_heap(void);
+
 /* The helper's --zygote mode: build the box, start the Python zygote in
  * it, then serve run requests from ctl_fd until it closes. Returns the
  * helper's exit status. */

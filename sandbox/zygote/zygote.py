@@ -117,7 +117,7 @@ def _host_environ():
     os.environ["PYTHONHASHSEED"] = "0"
 
 
-def _settle(libc):
+def _settle(libc, lib):
     """Before a fork: leave the heap so that children touch little of it.
 
     gc.freeze() moves every tracked object into the permanent generation,
@@ -126,7 +126,10 @@ def _settle(libc):
     consolidates glibc's fast bins and returns free pages to the kernel, so
     a child's first large allocation does not walk and copy the inherited
     free lists (malloc_consolidate), and fewer pages are mapped to copy.
-    Once the zygote has said it is ready, the helper makes this heap huge
+    sbx_zygote_plug_heap() then takes every free chunk left in the heap
+    (sandbox/heap_plug.c), so that a child's allocations come from fresh
+    pages at its top instead of holes on inherited pages, each of which
+    would be copied. Once the zygote has said it is ready, the helper makes this heap huge
     pages (sandbox/heap_thp.c): a fork copies, and a child's exit zaps, one
     page-table entry per 2 MiB instead of 512, while a child's write still
     copies only 4 KiB.
@@ -134,6 +137,7 @@ def _settle(libc):
     gc.collect()
     gc.freeze()
     libc.malloc_trim(0)
+    lib.sbx_zygote_plug_heap()
 
 
 def main():
@@ -153,6 +157,7 @@ def main():
     lib.sbx_zygote_confine.restype = ctypes.c_int
     lib.sbx_zygote_serve.restype = ctypes.c_int
     lib.sbx_zygote_serve.argtypes = [ctypes.c_int]
+    lib.sbx_zygote_plug_heap.restype = ctypes.c_long
     if lib.sbx_zygote_init() != 0:
         _fail("cannot compile the seccomp policy")
     libc = ctypes.CDLL(None)
@@ -161,7 +166,7 @@ def main():
     ctl = socket.socket(fileno=3)
     _host_environ()
     _prewarm(host)
-    _settle(libc)
+    _settle(libc, lib)
     # no Python code runs in the zygote from here on (the order loop is C),
     # so no Python thread can appear: decided once
     after_fork = not _single_threaded()

@@ -304,6 +304,18 @@ if thp_usable():
         "if not kb or kb[0] < 2048:\n    raise RuntimeError('zygote heap not in huge pages: %r' % kb)\n",
         ["OK"], modes=("zygote",))
 
+# ... and the zygote took its heap's free chunks before forking
+# (sandbox/heap_plug.c), so a run's allocations come from fresh pages at the
+# top of the heap, not from holes on inherited pages (each a copied page).
+# Measured at a run's load: about 30 free chunks with it, over 2,000 without.
+CASES["zygote_heap_plugged"] = case(
+    "import ctypes\nclass MI(ctypes.Structure):\n    _fields_ = [(n, ctypes.c_size_t) for n in "
+    "('arena', 'ordblks', 'smblks', 'hblks', 'hblkhd', 'usmblks', 'fsmblks', 'uordblks', 'fordblks', 'keepcost')]\n"
+    "libc = ctypes.CDLL(None)\nlibc.mallinfo2.restype = MI\nmi = libc.mallinfo2()\n"
+    "holes = mi.fordblks - mi.keepcost\n"
+    "if mi.ordblks > 300:\n    raise RuntimeError('free chunks on inherited pages: %d bytes in %d chunks' % (holes, mi.ordblks))\n",
+    ["OK"], modes=("zygote",))
+
 # Leak-between-runs pairs: the first run tampers, the second must see nothing.
 LEAKS = {
     "leak_module_state": (
