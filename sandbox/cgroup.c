@@ -15,7 +15,8 @@
  * pid of cgroup.procs until it is empty (pids.max bounds a fork race). If
  * neither works the caller is told why and runs on rlimits alone, with the
  * reason in the verdict's warnings. Empty run cgroups of supervisors that
- * were killed before they could clean up are removed by the next run.
+ * were killed before they could clean up are removed by the next
+ * supervisor's first run (each supervisor sweeps once).
  */
 #include <errno.h>
 #include <dirent.h>
@@ -89,8 +90,8 @@ static long long cg_keyed(const char *dir, const char *file, const char *key)
 }
 
 /* Our own path in the hierarchy whose /proc/self/cgroup entry matches ctrl
- * ("" for the v2 line). Returns 0 or -1. */
-static int self_path(const char *ctrl, char *out, size_t len)
+ * ("" for the v2 line), read from /proc/self/cgroup. Returns 0 or -1. */
+static int self_path_read(const char *ctrl, char *out, size_t len)
 {
 	FILE *f = fopen("/proc/self/cgroup", "re");
 	char line[1024];
@@ -124,6 +125,33 @@ static int self_path(const char *ctrl, char *out, size_t len)
 	return rc;
 }
 
+/*
+ * self_path_read, remembered per process: a supervisor (the zygote helper
+ * creates a cgroup per run and per audit call) never moves itself, so its
+ * own place in each hierarchy is read once, not at every create.
+ */
+static int self_path(const char *ctrl, char *out, size_t len)
+{
+	static struct { char ctrl[16]; char path[256]; pid_t pid; } memo[CG__MAX + 1];
+	for (size_t i = 0; i < sizeof memo / sizeof memo[0]; i++) {
+		if (memo[i].pid == getpid() && strcmp(memo[i].ctrl, ctrl) == 0) {
+			int n = snprintf(out, len, "%s", memo[i].path);
+			return (n < 0 || (size_t)n >= len) ? -1 : 0;
+		}
+		if (memo[i].pid != getpid()) {   /* a free slot (or a parent's, after fork) */
+			if (self_path_read(ctrl, out, len) < 0)
+				return -1;
+			if (strlen(ctrl) < sizeof memo[i].ctrl && strlen(out) < sizeof memo[i].path) {
+				snprintf(memo[i].ctrl, sizeof memo[i].ctrl, "%s", ctrl);
+				snprintf(memo[i].path, sizeof memo[i].path, "%s", out);
+				memo[i].pid = getpid();
+			}
+			return 0;
+		}
+	}
+	return self_path_read(ctrl, out, len);
+}
+
 /* Build "<base><self>/agenttest-<box>-<pid>" into out. Returns 0 or -1. */
 static int run_dir(const char *base, const char *self, uint32_t box, char *out, size_t len)
 {
@@ -133,9 +161,25 @@ static int run_dir(const char *base, const char *self, uint32_t box, char *out, 
 }
 
 /* Remove empty run cgroups left in dir by supervisors that were killed
- * (their name ends in a pid that no longer exists). Best effort. */
+ * (their name ends in a pid that no longer exists). Best effort. Done once
+ * per process and directory: the directory holds every supervisor's run
+ * groups, and listing it (and probing each pid) at every create was a
+ * per-run cost of the long-lived zygote helper; what a killed supervisor
+ * leaves is removed when the next supervisor creates its first group. */
 static void sweep_stale(const char *dir)
 {
+	static struct { char dir[512]; pid_t pid; } done[CG__MAX + 1];
+	size_t slot = sizeof done / sizeof done[0];
+	for (size_t i = 0; i < sizeof done / sizeof done[0]; i++) {
+		if (done[i].pid == getpid() && strcmp(done[i].dir, dir) == 0)
+			return;
+		if (done[i].pid != getpid() && slot == sizeof done / sizeof done[0])
+			slot = i;
+	}
+	if (slot < sizeof done / sizeof done[0] && strlen(dir) < sizeof done[slot].dir) {
+		snprintf(done[slot].dir, sizeof done[slot].dir, "%s", dir);
+		done[slot].pid = getpid();
+	}
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	if (!d)
@@ -155,7 +199,8 @@ static void sweep_stale(const char *dir)
 	closedir(d);
 }
 
-/* Try cgroup v2. Returns 0 with cg filled, or -1. */
+/* Try cgroup v2. Returns 0 with cg filled, -2 if there is no v2 hierarchy
+ * where we are, or -1. */
 static int try_v2(struct sbx_cgroup *cg, uint32_t box, const struct sbx_limits *l)
 {
 	char parent[400], self[256] = "/", buf[256];
@@ -171,8 +216,9 @@ static int try_v2(struct sbx_cgroup *cg, uint32_t box, const struct sbx_limits *
 		if (n < 0 || (size_t)n >= sizeof parent)
 			return -1;
 	}
-	if (cg_read(parent, "cgroup.controllers", buf, sizeof buf) < 0 ||
-	    !strstr(buf, "memory") || !strstr(buf, "pids"))
+	if (cg_read(parent, "cgroup.controllers", buf, sizeof buf) < 0)
+		return -2;   /* no v2 hierarchy here at all */
+	if (!strstr(buf, "memory") || !strstr(buf, "pids"))
 		return -1;
 	cg_read(parent, "cgroup.subtree_control", buf, sizeof buf);
 	if ((!strstr(buf, "memory") || !strstr(buf, "pids")) &&
@@ -240,9 +286,16 @@ struct sbx_cgroup *sbx_cg_create(uint32_t box_id, const struct sbx_limits *l, ch
 {
 	struct sbx_cgroup *cg = xcalloc(1, sizeof *cg);
 	const char *mode = getenv("AGENTTEST_CGROUP");  /* "v1", "v2", "none"; tests */
-	if ((!mode || strcmp(mode, "v1") != 0) && (!mode || strcmp(mode, "none") != 0) &&
-	    try_v2(cg, box_id, l) == 0)
-		return cg;
+	/* a host without a v2 hierarchy stays without one: a supervisor asks
+	 * once, not at every run (the zygote helper creates one per run) */
+	static pid_t no_v2;
+	if ((!mode || strcmp(mode, "v1") != 0) && (!mode || strcmp(mode, "none") != 0) && no_v2 != getpid()) {
+		int r = try_v2(cg, box_id, l);
+		if (r == 0)
+			return cg;
+		if (r == -2)
+			no_v2 = getpid();
+	}
 	memset(cg, 0, sizeof *cg);
 	if ((!mode || strcmp(mode, "v2") != 0) && (!mode || strcmp(mode, "none") != 0) &&
 	    try_v1(cg, box_id, l) == 0)

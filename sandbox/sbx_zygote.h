@@ -73,6 +73,22 @@ int sbx_zygote_unconfined(void);
  * once if it was); never returns in a child whose confinement failed. */
 int sbx_zygote_confine(void);
 
+/* In the helper, once the zygote is ready and before its first fork
+ * (heap_thp.c): make the 2 MiB-aligned parts of the zygote's large private
+ * anonymous mappings huge pages, so that each fork and exit copies and
+ * zaps one page-table entry per 2 MiB instead of 512. Returns the bytes
+ * collapsed (0 when the kernel cannot) or -1 if the zygote's maps cannot
+ * be read. */
+long sbx_heap_collapse(pid_t pid);
+
+/* In the Python zygote, once before the first fork (heap_plug.c): take
+ * every free chunk of glibc's main heap, so that a child's allocations
+ * come from fresh pages at the top instead of copying inherited ones.
+ * Returns the bytes taken. */
+size_t sbx_heap_plug(void);
+/* The same, exported to zygote.py (zygote_so.c). */
+long sbx_zygote_plug_heap(void);
+
 /* The helper's --zygote mode: build the box, start the Python zygote in
  * it, then serve run requests from ctl_fd until it closes. Returns the
  * helper's exit status. */

@@ -121,9 +121,9 @@ static int zspawn(struct zhelper *z, char *err, size_t errlen)
 		    close_range(4, ~0u, 0) != 0)
 			_exit(2);
 		char *argv[] = { helper, (char *)"--zygote", (char *)"--ctl-fd=3", bind, NULL };
-		char *envp[5];
+		char *envp[6];
 		int k = 0;
-		static char pre[256], cgm[32], warm[32];
+		static char pre[256], cgm[32], warm[32], huge[32];
 		const char *p = getenv("AGENTTEST_ZYGOTE_PRELOAD");
 		if (p && snprintf(pre, sizeof pre, "AGENTTEST_ZYGOTE_PRELOAD=%s", p) < (int)sizeof pre)
 			envp[k++] = pre;
@@ -133,6 +133,9 @@ static int zspawn(struct zhelper *z, char *err, size_t errlen)
 		const char *w = getenv("AGENTTEST_ZYGOTE_WARM");
 		if (w && snprintf(warm, sizeof warm, "AGENTTEST_ZYGOTE_WARM=%s", w) < (int)sizeof warm)
 			envp[k++] = warm;
+		const char *h = getenv("AGENTTEST_ZYGOTE_HUGE");
+		if (h && snprintf(huge, sizeof huge, "AGENTTEST_ZYGOTE_HUGE=%s", h) < (int)sizeof huge)
+			envp[k++] = huge;
 		envp[k] = NULL;
 		execve(helper, argv, envp);
 		_exit(2);

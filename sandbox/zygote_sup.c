@@ -68,6 +68,7 @@ struct zsup {
 	int   zsock;      /* our end of its socket */
 	bool  seccomp_log;
 	bool  no_cgroup;
+	bool  huge;       /* heap in huge pages (heap_thp.c); AGENTTEST_ZYGOTE_HUGE=0: off */
 	uint32_t seq;     /* names the warm children's cgroups */
 	struct warm w;
 };
@@ -162,6 +163,28 @@ static int zygote_paths(char *so, size_t solen, char *dir, size_t dirlen)
 	return -1;
 }
 
+/*
+ * The zygote's environment: the host's (sbx_host_env) without
+ * PYTHONHASHSEED and with PYTHONMALLOC=malloc. The zygote runs without -E
+ * so that Python reads PYTHONMALLOC: with the system allocator every
+ * Python object lives in the one [heap] mapping, which sbx_heap_collapse
+ * can make huge pages (pymalloc's 1 MiB arenas are scattered mappings too
+ * small for that). PYTHONHASHSEED is left out so that -E's old behaviour
+ * (a random hash secret per zygote) is kept; zygote.py puts the host's
+ * exact environment back into os.environ (PYTHONHASHSEED=0 in, PYTHONMALLOC
+ * out) before any child exists. Returns env (n entries at most).
+ */
+static char *const *zygote_env(char **env, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; sbx_host_env[i] && k + 2 < n; i++)
+		if (strncmp(sbx_host_env[i], "PYTHONHASHSEED=", 15) != 0)
+			env[k++] = sbx_host_env[i];
+	env[k++] = (char *)"PYTHONMALLOC=malloc";
+	env[k] = NULL;
+	return env;
+}
+
 /* Start the Python zygote in its box. Returns 0 or -1 (err). */
 static int start_zygote(struct zsup *z, const struct sbx_root_opts *root_in, char *err, size_t errlen)
 {
@@ -211,10 +234,20 @@ static int start_zygote(struct zsup *z, const struct sbx_root_opts *root_in, cha
 			fprintf(stderr, "agenttest-sandbox: zygote setup: %s\n", e[0] ? e : strerror(errno));
 			_exit(2);
 		}
-		char *argv[] = { (char *)SBX_PYTHON, (char *)"-E", (char *)"-s", (char *)"-B", script,
-		                 (char *)SBX_BOX_ZYGOTE_SO, (char *)(uintptr_t)box_host,
-		                 (char *)(uintptr_t)preload, NULL };
-		execve(SBX_PYTHON, argv, sbx_host_env);
+		/* with huge pages off, the flags and allocator of before (-E, pymalloc) */
+		char *argv[10], *env[24];
+		int k = 0;
+		argv[k++] = (char *)SBX_PYTHON;
+		if (!z->huge)
+			argv[k++] = (char *)"-E";
+		argv[k++] = (char *)"-s";
+		argv[k++] = (char *)"-B";
+		argv[k++] = script;
+		argv[k++] = (char *)SBX_BOX_ZYGOTE_SO;
+		argv[k++] = (char *)(uintptr_t)box_host;
+		argv[k++] = (char *)(uintptr_t)preload;
+		argv[k] = NULL;
+		execve(SBX_PYTHON, argv, z->huge ? zygote_env(env, sizeof env / sizeof env[0]) : sbx_host_env);
 		_exit(127);
 	}
 	close(sp[1]);
@@ -467,6 +500,8 @@ int sbx_zygote_main(int ctl_fd, const struct sbx_root_opts *root, bool no_cgroup
 	struct zsup z = { .zpid = -1, .zsock = -1, .seccomp_log = seccomp_log, .no_cgroup = no_cgroup,
 	                  .w = { .pid = -1, .sync_r = -1, .ack_w = -1, .rout_r = -1, .rerr_r = -1 } };
 	char err[256] = "";
+	const char *huge = getenv("AGENTTEST_ZYGOTE_HUGE");
+	z.huge = !(huge && strcmp(huge, "0") == 0);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
 		/* without it the zygote supervisor could outlive the runner */
 		fprintf(stderr, "agenttest-sandbox: PR_SET_PDEATHSIG: %s\n", strerror(errno));
@@ -489,6 +524,8 @@ int sbx_zygote_main(int ctl_fd, const struct sbx_root_opts *root, bool no_cgroup
 			;
 		return 2;
 	}
+	if (z.huge)
+		sbx_heap_collapse(z.zpid);   /* idle in its order loop now; best effort */
 	warm_prepare(&z);
 	for (;;) {
 		struct sbx_zreq rq;

@@ -4,7 +4,10 @@ one confined child per run.
 Started by `agenttest-sandbox --zygote` (sandbox/zygote_sup.c) inside the
 box's read-only root and namespaces, as root, with:
 
-    /usr/bin/python3 -E -s -B zygote.py SO_PATH HOST_DIR PRELOAD
+    /usr/bin/python3 -s -B zygote.py SO_PATH HOST_DIR PRELOAD
+
+and the host's environment with PYTHONMALLOC=malloc instead of
+PYTHONHASHSEED (_host_environ explains why).
 
 It imports the PRELOAD modules (comma-separated, e.g. "numpy,pandas") and
 the strategy host, loads the C half (SO_PATH, sandbox/zygote_so.c) with
@@ -99,7 +102,22 @@ def _prewarm(host):
         host.warm()
 
 
-def _settle(libc):
+def _host_environ():
+    """Give os.environ (and so every child) the host's exact environment.
+
+    The helper starts the zygote without -E and with PYTHONMALLOC=malloc, so
+    that every object lives in the one [heap] mapping that the helper makes
+    huge pages, and without PYTHONHASHSEED, so that the hash secret stays
+    random per zygote as it was under -E. A run must see the documented
+    environment (docs/sandbox.md), which has PYTHONHASHSEED=0 and no
+    PYTHONMALLOC: the allocator was chosen at start-up, the variables no
+    longer matter to this interpreter.
+    """
+    os.environ.pop("PYTHONMALLOC", None)
+    os.environ["PYTHONHASHSEED"] = "0"
+
+
+def _settle(libc, lib):
     """Before a fork: leave the heap so that children touch little of it.
 
     gc.freeze() moves every tracked object into the permanent generation,
@@ -108,10 +126,18 @@ def _settle(libc):
     consolidates glibc's fast bins and returns free pages to the kernel, so
     a child's first large allocation does not walk and copy the inherited
     free lists (malloc_consolidate), and fewer pages are mapped to copy.
+    sbx_zygote_plug_heap() then takes every free chunk left in the heap
+    (sandbox/heap_plug.c), so that a child's allocations come from fresh
+    pages at its top instead of holes on inherited pages, each of which
+    would be copied. Once the zygote has said it is ready, the helper makes this heap huge
+    pages (sandbox/heap_thp.c): a fork copies, and a child's exit zaps, one
+    page-table entry per 2 MiB instead of 512, while a child's write still
+    copies only 4 KiB.
     """
     gc.collect()
     gc.freeze()
     libc.malloc_trim(0)
+    lib.sbx_zygote_plug_heap()
 
 
 def main():
@@ -131,14 +157,16 @@ def main():
     lib.sbx_zygote_confine.restype = ctypes.c_int
     lib.sbx_zygote_serve.restype = ctypes.c_int
     lib.sbx_zygote_serve.argtypes = [ctypes.c_int]
+    lib.sbx_zygote_plug_heap.restype = ctypes.c_long
     if lib.sbx_zygote_init() != 0:
         _fail("cannot compile the seccomp policy")
     libc = ctypes.CDLL(None)
     libc.malloc_trim.argtypes = [ctypes.c_size_t]
     import agenttest_host.stream  # noqa: F401 - the STREAM path, imported once here, not per run
     ctl = socket.socket(fileno=3)
+    _host_environ()
     _prewarm(host)
-    _settle(libc)
+    _settle(libc, lib)
     # no Python code runs in the zygote from here on (the order loop is C),
     # so no Python thread can appear: decided once
     after_fork = not _single_threaded()
