@@ -206,33 +206,42 @@ def test_refresh_resumes_the_hashes_same_bytes_as_a_full_write(standin_factory, 
     the new bars, giving the same dataset hash as a refresh that writes and
     hashes everything (midstate file removed) and a version that verifies. A
     midstate file that does not match the manifest is ignored. A stored file
-    corrupted after the fact is not blessed with a fresh hash: the refreshed
-    version fails verification instead."""
+    corrupted after the fact is never blessed with a fresh hash: carried over
+    by its midstate, the refreshed version fails verification; rewritten from
+    its values (no midstate, or an asset whose new candles fill bars of the
+    old grid, which happens when the first fetch's assets ended in different
+    minutes), the refresh refuses the stored version loudly."""
     import shutil
     s = standin_factory("--lag-minutes", "20")
     base = tmp_path / "base"
     first = fetch(s, base, "--days-back", "1", "--assets", ASSETS, "--no-pace")
     mid = base / "versions" / (first["dataset_hash"] + ".midstate")
     assert mid.is_file() and mid.stat().st_size == 24 + (1 + 3 * 5) * 104, mid.stat()
-    dirs = {k: tmp_path / k for k in ("fast", "full", "badmid", "rot")}
+    dirs = {k: tmp_path / k for k in ("fast", "full", "badmid", "rot", "rotfull")}
     for k, d in dirs.items():
         shutil.copytree(base, d, symlinks=True)
     (dirs["full"] / "versions" / mid.name).unlink()
     raw = bytearray((dirs["badmid"] / "versions" / mid.name).read_bytes())
     raw[24 + 104 * 3] ^= 1   # the state of BTC.low.f64: no longer its manifest hash
     (dirs["badmid"] / "versions" / mid.name).write_bytes(bytes(raw))
-    col = dirs["rot"] / "versions" / first["dataset_hash"] / "BTC.close.f64"
-    data = bytearray(col.read_bytes())
-    data[8 * 100] ^= 0x40
-    os.chmod(col, 0o644)
-    col.write_bytes(bytes(data))
+    (dirs["rotfull"] / "versions" / mid.name).unlink()
+    for k in ("rot", "rotfull"):
+        col = dirs[k] / "versions" / first["dataset_hash"] / "BTC.close.f64"
+        data = bytearray(col.read_bytes())
+        data[8 * 100] ^= 0x40
+        os.chmod(col, 0o644)
+        col.write_bytes(bytes(data))
     s.lag(0)
+    refresh = ("--refresh", "--window", "binance-1m-1d", "--no-pace")
     for attempt in range(3):
         minute = int(time.time() // 60)
-        out = {k: fetch(s, d, "--refresh", "--window", "binance-1m-1d", "--no-pace") for k, d in dirs.items()}
+        out = {k: fetch(s, d, *refresh) for k, d in dirs.items() if not k.startswith("rot")}
+        out.update({k: fetch(s, dirs[k], *refresh, check=False) for k in ("rot", "rotfull")})
         if int(time.time() // 60) == minute:
             break
         for k, d in dirs.items():   # a minute closed between them: redo from the base version
+            if os.readlink(d / "binance-1m-1d") == "versions/" + first["dataset_hash"]:
+                continue
             os.unlink(d / "binance-1m-1d")
             os.symlink("versions/" + first["dataset_hash"], d / "binance-1m-1d")
     assert out["fast"]["rows_added"] > 0
@@ -241,8 +250,15 @@ def test_refresh_resumes_the_hashes_same_bytes_as_a_full_write(standin_factory, 
         rc, v = _verify(out[k]["path"])
         assert rc == 0 and v["dataset_hash"] == out[k]["dataset_hash"], (k, v)
         assert (dirs[k] / "versions" / (out[k]["dataset_hash"] + ".midstate")).is_file()
-    rc, v = _verify(out["rot"]["path"])
-    assert rc == 1 and v["code"] == "hash_mismatch" and "BTC.close.f64" in v["error"], v
+    r = out["rotfull"]
+    assert r.returncode != 0 and "fails verification" in r.stderr and "BTC.close.f64" in r.stderr, r.stderr
+    assert os.readlink(dirs["rotfull"] / "binance-1m-1d") == "versions/" + first["dataset_hash"]
+    r = out["rot"]
+    if r.returncode == 0:
+        rc, v = _verify(json.loads(r.stdout)["path"])
+        assert rc == 1 and v["code"] == "hash_mismatch" and "BTC.close.f64" in v["error"], v
+    else:
+        assert "fails verification" in r.stderr and "BTC.close.f64" in r.stderr, r.stderr
 
 
 def test_pacing_connection_reuse_and_parallel_assets(standin_factory, tmp_path):

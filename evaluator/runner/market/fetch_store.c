@@ -346,6 +346,19 @@ static long mk_merge(struct kl_series *old, const struct kl_series *got, const c
 	return added;
 }
 
+/* Whether the refresh carries every stored OHLCV column over by its
+ * midstate (copied bytes, resumed hash) rather than rewriting it from the
+ * values it read. */
+static int mk_prefix_whole(const struct mk_prefix *pre, const crypto_hash_sha256_state *mid, size_t n_assets)
+{
+	if (!mid)
+		return 0;
+	for (size_t k = 0; k < n_assets * 5; k++)
+		if (!pre->col[k])
+			return 0;
+	return 1;
+}
+
 enum mk_err mk_refresh(const char *data_dir, const char *window, struct mk_request *r, size_t overlap,
 		       const struct mk_cg_request *cg, struct mk_version *v, size_t *added, char *err, size_t errlen)
 {
@@ -413,6 +426,19 @@ enum mk_err mk_refresh(const char *data_dir, const char *window, struct mk_reque
 		if (old[a].n > stored[a] && old[a].t[stored[a]] <= last)
 			for (size_t f = 0; f < 5; f++)
 				pre.col[a * 5 + f] = NULL;
+	/* A column rewritten from the values read (no midstate, or new candles
+	 * filling bars of the old grid) gets a fresh hash over those values: the
+	 * stored files must match their manifest first, so that bytes damaged
+	 * after they were stored are never blessed as a new version. */
+	if (rc == MK_OK && *added > 0 && !mk_prefix_whole(&pre, mid, n)) {
+		struct dataset *chk = ds_open(pre.dir, 1, &de, msg, sizeof msg);
+		if (!chk) {
+			snprintf(err, errlen, "the stored version %s of %s fails verification, not refreshed: %s", v->hash,
+				 window, msg);
+			rc = MK_ERR_STORE;
+		}
+		ds_close(chk);
+	}
 	if (rc == MK_OK && *added > 0) {
 		char src[256];
 		double *cols = NULL;
