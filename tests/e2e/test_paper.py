@@ -148,6 +148,16 @@ def check_curve(b, fee_bps=FEE_BPS, up=1.0, down=-0.5):
         assert a["equity"] == pts[-1]["equity"]
 
 
+def promote(st, code, name, **run_fields):
+    """Submit `code`, run it on the window (BTC, `run_fields`: the engine's), promote it: (version, run)."""
+    v = st["user"].submit(code, name)["strategy_version_id"]
+    run = st["user"].run(v, dataset_version=WINDOW, asset="BTC", **run_fields)
+    assert run["status"] == "completed" and run["audit"]["passed"], run
+    r = st["admin"].post("/defaults/promote", {"strategy_version_id": v, "dataset_version": WINDOW})
+    assert r.status == 200, r
+    return v, run
+
+
 def test_paper_requires_a_label_and_an_account(paper):
     user = paper["user"]
     assert_error(user.get("/defaults/paper"), 400, "missing_field")
@@ -159,11 +169,7 @@ def test_paper_requires_a_label_and_an_account(paper):
 def test_promoted_default_advances_one_bar_per_new_candle(paper):
     st = paper
     prefetch(st, 0)
-    v = st["user"].submit(MOMENTUM, "paper-momentum")["strategy_version_id"]
-    run = st["user"].run(v, dataset_version=WINDOW, asset="BTC")
-    assert run["status"] == "completed", run
-    r = st["admin"].post("/defaults/promote", {"strategy_version_id": v, "dataset_version": WINDOW})
-    assert r.status == 200, r
+    v, run = promote(st, MOMENTUM, "paper-momentum")
     b = wait_paper(st)
     a = b["account"]
     assert a["state"] == "active" and a["bars"] == 0 and a["kind"] == "positions" and a["asset"] == "BTC"
@@ -225,11 +231,7 @@ def test_restart_mid_stream_loses_and_doubles_no_bar(paper):
     stack = st["stack"]
     start_runner(stack, "paper-runner-b")
     prefetch(st, 0)
-    v = st["user"].submit(SLOW_MOMENTUM, "paper-slow-momentum")["strategy_version_id"]
-    run = st["user"].run(v, dataset_version=WINDOW, asset="BTC")
-    assert run["status"] == "completed", run
-    r = st["admin"].post("/defaults/promote", {"strategy_version_id": v, "dataset_version": WINDOW})
-    assert r.status == 200, r
+    v, _ = promote(st, SLOW_MOMENTUM, "paper-slow-momentum")
     a0 = wait_paper(st, timeout=180)["account"]
     assert a0["strategy_version_id"] == v and a0["bars"] == 0, a0
     last = prefetch(st, 6)
@@ -265,21 +267,12 @@ STARTDEP = (
 )
 
 
-def promote(st, code, name):
-    v = st["user"].submit(code, name)["strategy_version_id"]
-    run = st["user"].run(v, dataset_version=WINDOW, asset="BTC")
-    assert run["status"] == "completed" and run["audit"]["passed"], run
-    r = st["admin"].post("/defaults/promote", {"strategy_version_id": v, "dataset_version": WINDOW})
-    assert r.status == 200, r
-    return v
-
-
 def test_simulate_forward_rule_appends_and_flags_changed_points(paper):
     """simulate: re-run on the grown series, only new points published; a
     strategy whose published past changes is flagged (causality violation)."""
     st = paper
     prefetch(st, 0)
-    v = promote(st, CUMULATIVE, "paper-cumulative")
+    v, _ = promote(st, CUMULATIVE, "paper-cumulative")
     a0 = wait_paper(st)["account"]
     assert a0["strategy_version_id"] == v and a0["kind"] == "simulate" and a0["bars"] == 0
     last = prefetch(st, 2)
@@ -318,11 +311,7 @@ def test_paper_trades_with_the_runs_fees_and_leverage_bound(paper):
     above the bound are clamped to it as in the backtest, the fee is the run's."""
     st = paper
     prefetch(st, 0)
-    v = st["user"].submit(LEVERED, "paper-levered")["strategy_version_id"]
-    run = st["user"].run(v, dataset_version=WINDOW, asset="BTC", fee_bps=25, max_leverage=2)
-    assert run["status"] == "completed" and run["audit"]["passed"], run
-    r = st["admin"].post("/defaults/promote", {"strategy_version_id": v, "dataset_version": WINDOW})
-    assert r.status == 200, r
+    v, _ = promote(st, LEVERED, "paper-levered", fee_bps=25, max_leverage=2)
     a0 = wait_paper(st)["account"]
     assert a0["strategy_version_id"] == v and a0["fee_bps"] == 25 and a0["max_leverage"] == 2, a0
     last = prefetch(st, 3)
