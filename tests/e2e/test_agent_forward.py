@@ -9,43 +9,26 @@ holdout's), it follows the scores as more data arrives, and a recorded
 forward score equals a fresh evaluation of the iteration's code over the
 same bars. Needs root (the agent sandbox)."""
 import os
-import shutil
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
-from runs_helpers import Api
 from test_challenges import wait_done
-from test_data_cache import _standin, _standin_post, _wait_prefetch
-from test_forward_scores import FINAL_MINUTES, WINDOW
+from test_data_cache import _standin_post
+from test_forward_scores import FINAL_MINUTES, LAG, WINDOW, _prefetch, forward_stack
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the agent sandbox needs root")
-LAG = 900   # the stand-in's clock starts 15 h behind, so refreshes can add minutes
 
 
 @pytest.fixture(scope="module")
 def afwd(stack_factory):
     # 61 days of history: a full 60-day window (the agents' minimum days_back)
-    si, base = _standin("--history-days", "61", "--lag-minutes", str(LAG))
-    data = Path(tempfile.mkdtemp(prefix="agenttest-e2e-agent-forward-"))
-    stack = stack_factory("agent-forward", MANTIS_DATA_DIR=str(data), BINANCE_API_URL=base,
-                          AGENTTEST_FORWARD_FINAL_MINUTES=FINAL_MINUTES, MANTIS_FETCH_BACKOFF_MS=20,
-                          AGENTTEST_RUNNER_SLOTS=2)
-    admin = Api(stack, stack.create_token(role="admin"))
-    user = Api(stack, stack.create_token(role="user"))
-    yield stack, base, admin, user
-    si.kill()
-    si.wait()
-    shutil.rmtree(data, ignore_errors=True)
+    with forward_stack(stack_factory, "agent-forward", 61, AGENTTEST_RUNNER_SLOTS=2) as st:
+        yield st
 
 
-def _prefetch(admin, user):
-    r = admin.post("/api/data-cache/prefetch", {"days_back": 60, "assets": ["ETH"]})
-    assert r.status == 202, r
-    done = _wait_prefetch(user, 60, timeout=600)
-    assert done["status"] == "completed", done
-    return done["dataset_version"]
+def _version(admin, user):
+    """Prefetch the window (60 days of ETH the first time); the version it registered."""
+    return _prefetch(admin, user, timeout=600)["dataset_version"]
 
 
 def _wait(user, aid, pred, what, timeout=1800):
@@ -75,7 +58,7 @@ def _forward_best(its):
 
 def test_real_agent_best_iteration_follows_forward_scores(afwd):
     stack, base, admin, user = afwd
-    v0 = _prefetch(admin, user)
+    v0 = _version(admin, user)
     r = user.post("/api/agents", {"challenge": "ETH-1H-BINARY", "goal": "find the 1-hour effect on ETH",
                                   "min_iterations": 3, "max_iterations": 3, "dataset_version": v0,
                                   "best_by": "forward"})
@@ -92,7 +75,7 @@ def test_real_agent_best_iteration_follows_forward_scores(afwd):
 
     # 360 new minutes (shorter than the final 600): every iteration gets a provisional forward score
     _standin_post(base, "/admin/lag?minutes=%d" % (LAG - 360))
-    v1 = _prefetch(admin, user)
+    v1 = _version(admin, user)
     d = _wait(user, aid, _scored_on(v1), "forward scores on " + v1)
     its = d["iterations"]
     cutoff = its[0]["forward"]["cutoff_ts"]
@@ -102,9 +85,11 @@ def test_real_agent_best_iteration_follows_forward_scores(afwd):
         assert f["cutoff_ts"] == cutoff and f["first_ts"] > cutoff and 355 <= f["bars"] <= 365, f
     # the agent's best is the one the recorded forward scores select, with its forward score
     best = _forward_best(its)
-    d = _wait(user, aid, lambda d: d["best_iteration"] is not None, "best iteration")
+    # (written in the scores' transaction: at most a read of the detail away)
+    d = _wait(user, aid, lambda d: d["best_iteration"] is not None, "best iteration", timeout=60)
     assert d["best_iteration"] == best["iteration"] and d["best_score"] == best["forward"]["score"], \
         (d["best_iteration"], d["best_score"], [(i["iteration"], i["forward"]["score"]) for i in its])
+    assert d["best_score"] != best["holdout_score"], d   # judged on the forward score, not the holdout's
     firsts = {i["iteration"]: i["forward"]["score"] for i in its}
     print("holdout best %d, forward best %d on %s; forward scores %s" % (holdout_best, best["iteration"], v1, firsts))
 
@@ -124,7 +109,7 @@ def test_real_agent_best_iteration_follows_forward_scores(afwd):
     # 300 more minutes: the scores are recomputed on the grown forward period (final: >= 600)
     # and the best iteration is again the one the new scores select
     _standin_post(base, "/admin/lag?minutes=%d" % (LAG - 660))
-    v2 = _prefetch(admin, user)
+    v2 = _version(admin, user)
     d = _wait(user, aid, _scored_on(v2), "forward scores on " + v2)
     its = d["iterations"]
     for i in its:
