@@ -1,4 +1,4 @@
-"""Client of tests/bench/forward_scores.sh: forward-scoring N evaluations
+"""Part 2 of tests/bench/paper.sh: forward-scoring N evaluations
 after one new hour of data (usage: forward_scores.py N DAYS_BACK)."""
 import os
 import shutil

@@ -55,8 +55,10 @@ def main():
         print("paper: %d new candles, %d bars advanced; candle stored -> equity visible: median %.0f ms, "
               "p90 %.0f ms, max %.0f ms" % (bars, done, statistics.median(lat), lat[int(0.9 * (len(lat) - 1))],
                                             lat[-1]))
-        print("paper: CPU (user+sys) of the runner process and the children it waited for, prefetches included: %.2f s for %d bars; drift max %g"
-              % (cpu, done, max(abs(p["drift"]) for p in b["equity"])))
+        print("paper: CPU (user+sys) of the runner process and the children it waited for, prefetches included: "
+              "%.2f s for %d bars; drift max %g; load average %s"
+              % (cpu, done, max(abs(p["drift"]) for p in b["equity"]),
+                 " ".join(open("/proc/loadavg").read().split()[:3])))
     finally:
         stack.stop()
         si.kill()

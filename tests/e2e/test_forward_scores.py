@@ -5,7 +5,7 @@ period (AGENTTEST_FORWARD_FINAL_MINUTES here: 600 minutes), final after,
 equal to a fresh evaluation over the same bars; the challenge board ranks
 by it. The Binance stand-in's clock is set back (lag) and moved forward to
 feed new minutes; every prefetch moves the label and queues the forward job."""
-import os
+import contextlib
 import shutil
 import subprocess
 import tempfile
@@ -20,12 +20,14 @@ from test_data_cache import _standin, _standin_post, _wait_prefetch
 
 WINDOW = "binance-1m-60d"
 FINAL_MINUTES = 600
+LAG = 900   # the stand-in's clock starts 15 h behind
 
 
-def _prefetch(admin, user):
+def _prefetch(admin, user, timeout=120):
+    """Prefetch the 60-day window of ETH; the finished prefetch's status."""
     r = admin.post("/api/data-cache/prefetch", {"days_back": 60, "assets": ["ETH"]})
     assert r.status == 202, r
-    done = _wait_prefetch(user, 60)
+    done = _wait_prefetch(user, 60, timeout)
     assert done["status"] == "completed", done
     return done
 
@@ -82,20 +84,29 @@ def _forward_counts(stack):
     return out
 
 
+@contextlib.contextmanager
+def forward_stack(stack_factory, name, history_days, **env):
+    """A stack fetching from its own Binance stand-in (`history_days` of history, its clock
+    LAG minutes behind, so refreshes can add minutes: the empty pages after the stand-in's
+    clock are retried with a short back-off) into its own data directory, with the final
+    forward period FINAL_MINUTES: (stack, stand-in base URL, admin Api, user Api)."""
+    si, base = _standin("--history-days", str(history_days), "--lag-minutes", str(LAG))
+    data = Path(tempfile.mkdtemp(prefix="agenttest-e2e-%s-" % name))
+    try:
+        stack = stack_factory(name, MANTIS_DATA_DIR=str(data), BINANCE_API_URL=base,
+                              AGENTTEST_FORWARD_FINAL_MINUTES=FINAL_MINUTES, MANTIS_FETCH_BACKOFF_MS=20, **env)
+        yield stack, base, Api(stack, stack.create_token(role="admin")), Api(stack, stack.create_token(role="user"))
+    finally:
+        si.kill()
+        si.wait()
+        shutil.rmtree(data, ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
 def fwd(stack_factory):
-    # 1.5 days of history; the clock starts 15 h behind, so refreshes can add minutes
-    # (the empty pages after the stand-in's clock are retried with a short back-off)
-    si, base = _standin("--history-days", "1.5", "--lag-minutes", "900")
-    data = Path(tempfile.mkdtemp(prefix="agenttest-e2e-forward-"))
-    stack = stack_factory("forward", MANTIS_DATA_DIR=str(data), BINANCE_API_URL=base,
-                          AGENTTEST_FORWARD_FINAL_MINUTES=FINAL_MINUTES, MANTIS_FETCH_BACKOFF_MS=20)
-    admin = Api(stack, stack.create_token(role="admin"))
-    user = Api(stack, stack.create_token(role="user"))
-    yield stack, base, admin, user
-    si.kill()
-    si.wait()
-    shutil.rmtree(data, ignore_errors=True)
+    # 1.5 days of history; the clock starts 15 h behind
+    with forward_stack(stack_factory, "forward", 1.5) as st:
+        yield st
 
 
 def test_forward_score_provisional_then_final_equals_fresh_evaluation(fwd):

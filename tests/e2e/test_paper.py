@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from helpers import assert_error
 from runs_helpers import Api
+from test_forward_scores import _sql
 from test_runner_recovery import start_runner, stop_runners
 
 REPO = Path(__file__).resolve().parents[2]
@@ -101,15 +102,16 @@ def wait_paper(st, last_ts=None, state=None, timeout=90, poll=0.2):
         time.sleep(poll)
 
 
-def check_curve(b):
-    """Contiguous bars, equity == backtest == the engine's formula recomputed here, fills consistent."""
+def check_curve(b, fee_bps=FEE_BPS, up=1.0, down=-0.5):
+    """Contiguous bars, equity == backtest == the engine's formula recomputed here (fee_bps
+    charged on |dw|; the decision after an up bar `up`, else `down`), fills consistent."""
     a, pts = b["account"], b["equity"]
     assert len(pts) == a["bars"] == (a["last_ts"] - a["start_ts"]) // MINUTE
     assert [p["ts"] for p in pts] == [a["start_ts"] + MINUTE * (i + 1) for i in range(len(pts))]
     # the strategy's decisions from the prices the account saw (the start bar's
     # price is the one before the first point: recover the decision there from
     # what the account held over the first bar)
-    fee = FEE_BPS / 10000.0
+    fee = fee_bps / 10000.0
     E, held, last = 1.0, 0.0, None
     fills = []
     for i, p in enumerate(pts):
@@ -117,7 +119,7 @@ def check_curve(b):
         if i > 0:
             prev = [pts[i - 2]["price"] if i >= 2 else None, pts[i - 1]["price"]]
             if prev[0] is not None:
-                assert pts[i - 1]["decided"] == (1.0 if prev[1] > prev[0] else -0.5)
+                assert pts[i - 1]["decided"] == (up if prev[1] > prev[0] else down)
             assert w == pts[i - 1]["decided"]
         r = 0.0 if last is None else p["price"] / last - 1.0
         if last is None:
@@ -135,9 +137,25 @@ def check_curve(b):
         held, last = w, p["price"]
         assert p["backtest"] == p["equity"] and p["drift"] == 0.0, p
     assert [(f["ts"], f["from"], f["to"]) for f in b["fills"]] == fills
-    assert b["metrics"]["n_bars"] == len(pts) + 1
+    # the metrics are those of the forward curve [1, points...] and of the account's trading
+    m = b["metrics"]
+    assert m["n_bars"] == len(pts) + 1
+    if pts:
+        assert abs(m["total_return"] - (pts[-1]["equity"] - 1.0)) <= 1e-15 * pts[-1]["equity"], m
+        assert abs(m["turnover"] - sum(abs(f["to"] - f["from"]) for f in b["fills"])) <= 1e-12, m
+        assert abs(m["fees_paid"] - sum(f["fee"] for f in b["fills"])) <= 1e-12, m
     if pts:
         assert a["equity"] == pts[-1]["equity"]
+
+
+def promote(st, code, name, **run_fields):
+    """Submit `code`, run it on the window (BTC, `run_fields`: the engine's), promote it: (version, run)."""
+    v = st["user"].submit(code, name)["strategy_version_id"]
+    run = st["user"].run(v, dataset_version=WINDOW, asset="BTC", **run_fields)
+    assert run["status"] == "completed" and run["audit"]["passed"], run
+    r = st["admin"].post("/defaults/promote", {"strategy_version_id": v, "dataset_version": WINDOW})
+    assert r.status == 200, r
+    return v, run
 
 
 def test_paper_requires_a_label_and_an_account(paper):
@@ -151,17 +169,13 @@ def test_paper_requires_a_label_and_an_account(paper):
 def test_promoted_default_advances_one_bar_per_new_candle(paper):
     st = paper
     prefetch(st, 0)
-    v = st["user"].submit(MOMENTUM, "paper-momentum")["strategy_version_id"]
-    run = st["user"].run(v, dataset_version=WINDOW, asset="BTC")
-    assert run["status"] == "completed", run
-    r = st["admin"].post("/defaults/promote", {"strategy_version_id": v, "dataset_version": WINDOW})
-    assert r.status == 200, r
+    v, run = promote(st, MOMENTUM, "paper-momentum")
     b = wait_paper(st)
     a = b["account"]
     assert a["state"] == "active" and a["bars"] == 0 and a["kind"] == "positions" and a["asset"] == "BTC"
     assert a["strategy_version_id"] == v and a["run_id"] == run["run_id"]
     start = a["start_ts"]
-    seen = start
+    seen, published = start, []
     for _ in range(3):
         last = prefetch(st, 1)
         assert last > seen
@@ -169,7 +183,9 @@ def test_promoted_default_advances_one_bar_per_new_candle(paper):
         # one bar per new candle (a real minute may have closed one more)
         assert b["account"]["last_ts"] == last and b["account"]["bars"] == (last - start) // MINUTE
         check_curve(b)
-        seen = last
+        paper_pts = [(p["ts"], p["price"], p["held"], p["decided"], p["equity"]) for p in b["equity"]]
+        assert paper_pts[:len(published)] == published   # the past is never recomputed
+        seen, published = last, paper_pts
     assert b["account"]["state"] == "active"
     assert any(f for f in b["fills"])   # the rule changes position on this data
     # Prometheus: the account's equity and bars (GET /metrics from loopback)
@@ -181,16 +197,53 @@ def test_promoted_default_advances_one_bar_per_new_candle(paper):
     assert int(lines["agenttest_paper_bars" + key]) == b["account"]["bars"]
 
 
+# MOMENTUM's decisions, each call made slow (a busy loop): a step over a few bars
+# lasts seconds, so the runner holding it can be killed in the middle of it
+SLOW_MOMENTUM = (
+    "def positions(prices, params):\n"
+    "    s = 0\n"
+    "    for i in range(2000000):\n"
+    "        s += i\n"
+    "    w = [0.0]\n"
+    "    for t in range(1, len(prices)):\n"
+    "        w.append(1.0 if prices[t] > prices[t - 1] else -0.5)\n"
+    "    return w\n"
+)
+
+
+def _running_step(st, account_id, timeout=120):
+    """(step id, lease owner pid) of the account's step once a runner holds it."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        rows = _sql(st["stack"], "SELECT id, lease_owner FROM paper_steps WHERE account_id = " + str(int(account_id))
+                    + " AND status = 'running' AND lease_owner IS NOT NULL")
+        if rows:
+            return rows[0][0], int(rows[0][1].split(":")[1])
+        time.sleep(0.05)
+    raise AssertionError("no running paper step of account %s" % account_id)
+
+
 def test_restart_mid_stream_loses_and_doubles_no_bar(paper):
+    """A runner SIGKILLed while it holds a step (several bars decided, none written): the
+    step is claimed again by the other runner after the lease, which starts from the last
+    written bar; the curve has every bar once."""
     st = paper
     stack = st["stack"]
     start_runner(stack, "paper-runner-b")
-    last = prefetch(st, 2)
-    os.kill(stack.pid("runner"), signal.SIGKILL)   # its paper step, if any, is reclaimed after the lease
-    b = wait_paper(st, last_ts=last)
+    prefetch(st, 0)
+    v, _ = promote(st, SLOW_MOMENTUM, "paper-slow-momentum")
+    a0 = wait_paper(st, timeout=180)["account"]
+    assert a0["strategy_version_id"] == v and a0["bars"] == 0, a0
+    last = prefetch(st, 6)
+    step, pid = _running_step(st, a0["id"])
+    os.kill(pid, signal.SIGKILL)   # mid-step: the bars it decided are in no committed row
+    b = wait_paper(st, last_ts=last, timeout=240)
     check_curve(b)
+    assert b["account"]["bars"] == (last - a0["start_ts"]) // MINUTE, b["account"]
+    (attempts, status), = _sql(stack, "SELECT attempts, status FROM paper_steps WHERE id = %s", step)
+    assert status == "completed" and int(attempts) == 2, (attempts, status)   # redone once, by the other runner
     last = prefetch(st, 2)
-    b = wait_paper(st, last_ts=last)
+    b = wait_paper(st, last_ts=last, timeout=180)
     check_curve(b)
     assert b["account"]["state"] == "active"
 
@@ -214,21 +267,12 @@ STARTDEP = (
 )
 
 
-def promote(st, code, name):
-    v = st["user"].submit(code, name)["strategy_version_id"]
-    run = st["user"].run(v, dataset_version=WINDOW, asset="BTC")
-    assert run["status"] == "completed" and run["audit"]["passed"], run
-    r = st["admin"].post("/defaults/promote", {"strategy_version_id": v, "dataset_version": WINDOW})
-    assert r.status == 200, r
-    return v
-
-
 def test_simulate_forward_rule_appends_and_flags_changed_points(paper):
     """simulate: re-run on the grown series, only new points published; a
     strategy whose published past changes is flagged (causality violation)."""
     st = paper
     prefetch(st, 0)
-    v = promote(st, CUMULATIVE, "paper-cumulative")
+    v, _ = promote(st, CUMULATIVE, "paper-cumulative")
     a0 = wait_paper(st)["account"]
     assert a0["strategy_version_id"] == v and a0["kind"] == "simulate" and a0["bars"] == 0
     last = prefetch(st, 2)
@@ -253,6 +297,27 @@ def test_simulate_forward_rule_appends_and_flags_changed_points(paper):
     acc = b["account"]
     assert acc["causality_violations"] >= 1 and acc["first_violation_ts"] is not None, acc
     assert acc["first_violation_ts"] <= acc["last_ts"]
+    # back to the positions default for the gap test (a fresh account from the last bar)
+    promote(st, MOMENTUM, "paper-momentum")
+    wait_paper(st)
+
+
+# MOMENTUM three times over: 3.0 after an up bar, -1.5 after a down bar
+LEVERED = MOMENTUM.replace("1.0 if", "3.0 if").replace("else -0.5", "else -1.5")
+
+
+def test_paper_trades_with_the_runs_fees_and_leverage_bound(paper):
+    """The account takes fee_bps and max_leverage from the run it was promoted on: exposures
+    above the bound are clamped to it as in the backtest, the fee is the run's."""
+    st = paper
+    prefetch(st, 0)
+    v, _ = promote(st, LEVERED, "paper-levered", fee_bps=25, max_leverage=2)
+    a0 = wait_paper(st)["account"]
+    assert a0["strategy_version_id"] == v and a0["fee_bps"] == 25 and a0["max_leverage"] == 2, a0
+    last = prefetch(st, 3)
+    b = wait_paper(st, last_ts=last)
+    check_curve(b, fee_bps=25, up=2.0, down=-1.5)   # 3.0 clamped to 2; -1.5 within the bound
+    assert any(p["held"] == 2.0 for p in b["equity"]) or any(p["decided"] == 2.0 for p in b["equity"]), b["equity"]
     # back to the positions default for the gap test (a fresh account from the last bar)
     promote(st, MOMENTUM, "paper-momentum")
     wait_paper(st)
