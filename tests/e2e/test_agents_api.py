@@ -244,6 +244,38 @@ def test_every_route_is_the_owners_or_an_admins(astack, owner, other, admin):
     assert post(astack, f"/api/agents/{aid}/delete", admin).json() == {"status": "deleted"}
 
 
+def test_each_routes_shape_and_ranges(astack, owner):
+    """The shapes of the read routes of a new agent and the 400s of each
+    route's ranges (docs/agents.md, the route table), each naming its field."""
+    aid = create(astack, owner)
+    base = f"/api/agents/{aid}"
+    out = astack.get(f"{base}/stdout", token=owner).json()
+    assert set(out) == {"content", "lines", "showing"} and out["content"] == "" and out["showing"] == 0, out
+    assert astack.get(f"{base}/stdout?tail=5000", token=owner).status == 200
+    for bad in ("0", "5001", "-1", "x", "1.5"):
+        e = assert_error(astack.get(f"{base}/stdout?tail={bad}", token=owner), 400, "invalid_field")
+        assert "tail" in e["error"], e
+    for bad in ("0", "31", "x"):
+        e = assert_error(astack.get(f"{base}/events?wait={bad}", token=owner), 400, "invalid_field")
+        assert "wait" in e["error"], e
+    assert astack.get(f"{base}/iterations", token=owner).json() == {"iterations": [], "count": 0}
+    assert astack.get(f"{base}/notes", token=owner).json() == {"content": ""}
+    assert astack.get(f"{base}/state", token=owner).json() == {"content": ""}
+    assert astack.get(f"{base}/inbox", token=owner).json() == {"content": ""}
+    assert astack.get(f"{base}/chat", token=owner).json() == {"messages": [], "paused": False}
+    for tail in ("/iterations/0/metrics", "/iterations/x/features", "/code/0", "/code/abc", "/iterations/1/metrics"):
+        assert_error(astack.get(base + tail, token=owner), 404, "not_found")
+    for body, field in (({"max_iterations": 0}, "max_iterations"), ({"max_iterations": 501}, "max_iterations"),
+                        ({"iteration": 0}, "iteration"), ({"iteration": "1"}, "iteration"),
+                        ({"goal": ""}, "goal"), ({"colour": 1}, "colour")):
+        e = assert_error(post(astack, f"{base}/clone", owner, body), 400, "invalid_field")
+        assert field in e["error"], (body, e)
+    assert_error(post(astack, f"{base}/inbox", owner, {}), 400, "missing_field")
+    assert_error(post(astack, f"{base}/goal", owner, {}), 400, "missing_field")
+    assert_error(post(astack, f"{base}/goal", owner, {"goal": "x" * 10001}), 400, "invalid_field")
+    post(astack, f"{base}/delete", owner)
+
+
 def test_events_stream(astack, owner, other):
     aid = create(astack, owner)
     r = astack.get(f"/api/agents/{aid}/events?wait=1", token=owner)

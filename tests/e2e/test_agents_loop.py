@@ -92,6 +92,9 @@ def test_iterations_scored_by_server_and_message_reaches_next(lstack, tok):
     r = post(lstack, f"/api/agents/{aid}/message", tok, {"text": "  favour momentum  "})
     assert r.status == 200 and r.json() == {"status": "sent"}
     assert "Operator: favour momentum" in lstack.get(f"/api/agents/{aid}/inbox", token=tok).json()["content"]
+    # a goal edited during iteration 1 is iteration 2's (its GOAL.md), not 1's
+    r = post(lstack, f"/api/agents/{aid}/goal", tok, {"goal": "a new goal: try volatility"})
+    assert r.status == 200 and r.json()["version"] == 2, r
     d = wait_for(lstack, tok, aid, lambda d: d["iteration_count"] >= 1, what="iteration 1")
     it = d["iterations"][0]
     assert it["iteration"] == 1 and it["has_error"] is False, it
@@ -121,6 +124,9 @@ def test_iterations_scored_by_server_and_message_reaches_next(lstack, tok):
     assert len(msg) == 1 and msg[0]["text"] == "favour momentum" and msg[0]["delivered_iteration"] == 2, chat
     assert lstack.get(f"/api/agents/{aid}/inbox", token=tok).json()["content"] == ""
     assert [i["iteration"] for i in d["iterations"]] == [1, 2]
+    assert [i["goal_version"] for i in d["iterations"]] == [1, 2], d["iterations"]
+    goal_md = (lstack.var / "agents" / aid / "workspace" / "GOAL.md").read_text()
+    assert "a new goal: try volatility" in goal_md and GOAL not in goal_md, goal_md
     best = max(d["iterations"], key=lambda i: (i["holdout_score"], -i["iteration"]))
     assert d["best_iteration"] == best["iteration"]
 
@@ -178,6 +184,27 @@ def test_pause_during_iteration_resume_then_stop(lstack, tok):
     assert agent_procs(aid) == [], "the agent's processes outlived the stop by 5 s"
     d = wait_for(lstack, tok, aid, lambda d: d["activity"] is None, timeout=10, what="no activity")
     assert d["status"] == "stopped" and d["iteration_count"] == 1 and [i["iteration"] for i in d["iterations"]] == [1]
+
+
+def test_delete_during_iteration_ends_its_processes_and_removes_it(lstack, tok):
+    """A delete while iteration 1 runs: the agent is gone from the API at
+    once, its processes (harness, sandbox, scoring) within 5 s, and the
+    runner removes its rows and its directory once nothing of it runs."""
+    aid = create(lstack, tok, max_iterations=3)
+    wait_started(lstack, tok, aid, 1)
+    time.sleep(1)
+    assert agent_procs(aid), "no process of the running iteration found"
+    t0 = time.monotonic()
+    assert post(lstack, f"/api/agents/{aid}/delete", tok).json() == {"status": "deleted"}
+    assert lstack.get(f"/api/agents/{aid}", token=tok).status == 404
+    while agent_procs(aid) and time.monotonic() - t0 < 5:
+        time.sleep(0.1)
+    assert agent_procs(aid) == [], "the agent's processes outlived the delete by 5 s"
+    root = lstack.var / "agents" / aid
+    deadline = time.monotonic() + 120
+    while root.exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not root.exists(), f"the deleted agent's directory is still there\n{lstack.log_tail(40)}"
 
 
 def test_runner_killed_mid_iteration_is_redone_elsewhere(lstack, tok):
