@@ -244,3 +244,22 @@ def test_wall_time_budget_pauses_cleanly_and_a_raise_resumes(lstack, tok):
     d = detail(lstack, tok, aid)
     assert d["activity"]["iteration"] == 2 and d["budget"]["wall_s_left"] > 3000, d
     assert post(lstack, f"/api/agents/{aid}/stop", tok).json() == {"status": "stopped"}
+
+
+def test_iteration_budget_stops_cleanly_and_a_raise_continues(lstack, tok):
+    """max_iterations is the iterations budget: the agent stops at it with
+    its state saved (max_iterations_reached, STATE.md kept); a plain resume is
+    409, a resume that raises it queues the next iteration."""
+    aid = create(lstack, tok, max_iterations=1)
+    d = wait_for(lstack, tok, aid, lambda d: d["status"] in ("max_iterations_reached", "completed"),
+                 what="the iterations budget")
+    assert d["status"] == "max_iterations_reached" and d["activity"] is None, d
+    assert d["budget"]["iterations"] == 1 and d["budget"]["iterations_used"] == 1 and d["budget"]["iterations_left"] == 0, d
+    assert lstack.get(f"/api/agents/{aid}/state", token=tok).json()["content"]
+    r = post(lstack, f"/api/agents/{aid}/resume", tok)
+    assert r.status == 409, r
+    assert post(lstack, f"/api/agents/{aid}/resume", tok, {"budget": {"iterations": 2}}).json() == {"paused": False}
+    d = detail(lstack, tok, aid)
+    assert d["activity"]["iteration"] == 2 and d["config"]["max_iterations"] == 2, d
+    assert d["status"] in ("starting", "running") and d["budget"]["iterations_left"] == 1, d
+    assert post(lstack, f"/api/agents/{aid}/stop", tok).json() == {"status": "stopped"}
