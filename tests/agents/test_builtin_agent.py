@@ -241,6 +241,7 @@ def test_agent_memory_from_mem_pct_clamped(monkeypatch):
     box = types.SimpleNamespace(number=7)
     a = sandbox_profile.argv("/x/agenttest-sandbox", box, "/w", "/h", "/l", "/d", ["p"], "/m")
     assert "--mem=%d" % (max(4, min(64, int(gib))) << 30) in a and "--procs=512" in a and "--netns=shared" in a
+    assert "--cpus=2" in a, a
     for bad in ("0", "101", "x"):
         monkeypatch.setenv("MANTIS_CONTAINER_MEM_PCT", bad)
         with pytest.raises(ValueError, match="MANTIS_CONTAINER_MEM_PCT"):
@@ -363,3 +364,39 @@ def test_a_strategy_failing_on_the_holdout_tells_the_agent_nothing(tmp_path, mar
     assert seen == [], seen
     hist = open(os.path.join(ws, "HISTORY.md")).read()
     assert "Iteration 1" in hist and "ERROR" not in hist, hist
+
+
+@needs_root
+def test_cpu_quota_bounds_the_boxs_cpu_time(tmp_path):
+    """--cpus (the agent profile passes 2, the original's quota): the box
+    runs in a CPU-bandwidth group of its own, a busy loop of 4 s wall at
+    0.1 CPU gets about 0.4 s of CPU whatever the machine's load (a quota is
+    a ceiling), the group is removed afterwards; a quota without the
+    cgroup, or out of range, is refused."""
+    import subprocess
+    from agentloop import sandbox_profile
+    helper = os.path.join(REPO, "bin", "agenttest-sandbox")
+    box = sandbox_profile.Box()
+    meta = tmp_path / "meta"
+    prog = ("import time\nt = time.monotonic()\nwhile time.monotonic() - t < 4: pass\n"
+            "print(open('/proc/self/cgroup').read())")
+    try:
+        p = subprocess.run([helper, "--box=%d" % box.number, "--cpus=0.1", "--cpu=30", "--wall=30", "--procs=8",
+                            "--meta=%s" % meta, "--", "/usr/bin/python3", "-c", prog],
+                           capture_output=True, timeout=120)
+    finally:
+        box.close()
+    m = sandbox_profile.read_meta(str(meta))
+    assert p.returncode == 0 and m["status"] == "OK", (p.stderr, m)
+    group = "agenttest-%d-" % box.number
+    lines = p.stdout.decode().splitlines()   # v1: the cpu hierarchy's line; v2: the one "0::" line
+    cpu_line = [l for l in lines if ":cpu:" in l or ":cpu," in l] or [l for l in lines if l.startswith("0::")]
+    assert cpu_line and group in cpu_line[0], p.stdout
+    wall, cpu = float(m["time-wall"]), float(m["time"])
+    assert wall >= 4 and cpu <= 0.1 * wall + 0.25, m
+    left = [d for d in os.listdir("/sys/fs/cgroup/cpu") if d.startswith(group)] \
+        if os.path.isdir("/sys/fs/cgroup/cpu") else []
+    assert left == [], left
+    for bad in (["--cpus=0"], ["--cpus=x"], ["--cpus=2000"], ["--cpus=1", "--no-cgroup"]):
+        r = subprocess.run([helper, "--box=1"] + bad + ["--", "/bin/true"], capture_output=True, timeout=60)
+        assert r.returncode == 2 and b"--cpus" in r.stderr, (bad, r.stderr)
