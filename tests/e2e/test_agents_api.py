@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from helpers import assert_error
+from helpers import assert_error, stack_sql
 
 GOAL = "find a momentum signal on ETH"
 
@@ -173,6 +173,21 @@ def test_pause_resume_stop_between_iterations(astack, owner):
     assert post(astack, f"/api/agents/{aid}/delete", owner).json() == {"status": "deleted"}
     assert_error(astack.get(f"/api/agents/{aid}", token=owner), 404, "not_found")
     assert aid not in [a["id"] for a in astack.get("/api/agents", token=owner).json()]
+
+
+def test_an_agent_with_no_iteration_left_is_crashed_and_resume_requeues(astack, owner):
+    """Status crashed (the original's set): an agent that should be running
+    but has no iteration queued or running, e.g. its queued iteration was
+    failed by the queue. Resume queues the next iteration again."""
+    aid = create(astack, owner)
+    stack_sql(astack, f"UPDATE agent_iterations SET status = 'failed' WHERE agent_id = '{aid}'")
+    d = astack.get(f"/api/agents/{aid}", token=owner).json()
+    assert d["status"] == "crashed" and d["activity"] is None, d
+    assert [a["status"] for a in astack.get("/api/agents", token=owner).json() if a["id"] == aid] == ["crashed"]
+    assert post(astack, f"/api/agents/{aid}/resume", owner).json() == {"paused": False}
+    d = astack.get(f"/api/agents/{aid}", token=owner).json()
+    assert d["status"] == "starting" and d["activity"]["state"] == "queued" and d["activity"]["iteration"] == 1, d
+    post(astack, f"/api/agents/{aid}/delete", owner)
 
 
 def test_messages_are_kept_and_inbox_overwrite_supersedes(astack, owner):
