@@ -53,6 +53,20 @@ def test_planted_momentum_found_on_sealed_holdout(tmp_path, market):
     assert best is not None and best[1] >= 0.55, entries
     hist = open(os.path.join(ag["root"], "workspace", "HISTORY.md")).read() if n > 1 else ""
     assert "%.4f" % best[1] not in hist
+    # the original's workspace contract: what the platform writes, what the agent wrote
+    ws = os.path.join(ag["root"], "workspace")
+    for name in ("INSTRUCTIONS.md", "GOAL.md", "STATE.md", "HISTORY.md", "API_REFERENCE.md", "INBOX.md", "notes.txt"):
+        assert os.path.isfile(os.path.join(ws, name)), name
+    assert "find a signal" in open(os.path.join(ws, "GOAL.md")).read()
+    for name in ("STATE.md", "notes.txt"):
+        assert open(os.path.join(ws, name)).read().strip(), name
+    code = open(os.path.join(ws, "iteration_%d.py" % n)).read()
+    assert "class TechFeaturizer" in code and "class TechPredictor" in code
+    with open(os.path.join(ws, "iteration_%d_analysis.json" % n)) as f:
+        analysis = json.load(f)
+    assert {"feature_report", "inference_spec", "hypothesis", "what_changed", "what_worked", "what_failed",
+            "done"} <= set(analysis), analysis.keys()
+    assert analysis["feature_report"] and entries[-1]["analysis"] == analysis
 
 
 def test_dev_copy_has_no_holdout_bars(tmp_path, market):
