@@ -27,20 +27,13 @@
 static struct tmariadb srv;
 static struct db *db;
 
-/* One statement that must succeed. */
-static void ok(const char *sql)
-{
-	if (db_exec(db, sql, NULL, 0, NULL, 0, NULL, NULL, NULL, 0) != DB_OK)
-		fail_msg("%s: %s", sql, db_error(db));
-}
-
 static int setup(void **state)
 {
 	(void)state;
 	if (!tmariadb_start_migrated(&srv, DBNAME, &db, "agent_best test"))
 		return -1;
-	ok("INSERT INTO users (id, name) VALUES (7, 'best-owner')");
-	ok("INSERT INTO datasets (id, version, dataset_hash, path, assets, interval_ms, bars, first_ts, last_ts) "
+	tmariadb_ok(db, "INSERT INTO users (id, name) VALUES (7, 'best-owner')");
+	tmariadb_ok(db, "INSERT INTO datasets (id, version, dataset_hash, path, assets, interval_ms, bars, first_ts, last_ts) "
 	   "VALUES (1, 'v1', REPEAT('a', 64), '/nonexistent', '[\"X\"]', 60000, 10, 0, 540000)");
 	return 0;
 }
@@ -56,12 +49,12 @@ static int teardown(void **state)
 static void fresh_agent(const char *by)
 {
 	char sql[512];
-	ok("DELETE FROM agent_iterations WHERE agent_id = '" AG "'");
-	ok("DELETE FROM agents WHERE id = '" AG "'");
+	tmariadb_ok(db, "DELETE FROM agent_iterations WHERE agent_id = '" AG "'");
+	tmariadb_ok(db, "DELETE FROM agents WHERE id = '" AG "'");
 	snprintf(sql, sizeof sql, "INSERT INTO agents (id, owner_id, challenge, goal, driver, dataset_id, "
 		 "dataset_version, dataset_hash, best_by) VALUES ('" AG "', 7, 'ETH-1H-BINARY', 'g', 'builtin', 1, "
 		 "'v1', REPEAT('a', 64), '%s')", by);
-	ok(sql);
+	tmariadb_ok(db, sql);
 }
 
 /* Iteration n of AG: status, has_error, holdout score (NULL when score is "NULL"). */
@@ -70,7 +63,7 @@ static void iteration(int n, const char *status, int has_error, const char *scor
 	char sql[512];
 	snprintf(sql, sizeof sql, "INSERT INTO agent_iterations (id, agent_id, iteration, status, has_error, "
 		 "holdout_score) VALUES (UUID(), '" AG "', %d, '%s', %d, %s)", n, status, has_error, score);
-	ok(sql);
+	tmariadb_ok(db, sql);
 }
 
 /* AG's best_iteration after agent_set_best(lower): its number, 0 when NULL. */
