@@ -12,7 +12,12 @@
  * memory.limit_in_bytes plus memory.memsw.limit_in_bytes when swap
  * accounting exists, pids.max, cpuacct.usage, oom_kill from
  * memory.oom_control, memory.max_usage_in_bytes; kill by SIGKILLing every
- * pid of cgroup.procs until it is empty (pids.max bounds a fork race). If
+ * pid of cgroup.procs until it is empty (pids.max bounds a fork race). A
+ * CPU quota (limits.cpu_quota, in CPUs) is cpu.max on v2 (the cpu
+ * controller enabled for children like memory and pids) and, on v1, a
+ * group of its own in the cpu hierarchy (cpu.cfs_period_us 100 ms,
+ * cpu.cfs_quota_us), made only for runs that ask for one, so runs without
+ * it cost no extra group; a quota that cannot be set fails the cgroup. If
  * neither works the caller is told why and runs on rlimits alone, with the
  * reason in the verdict's warnings. Empty run cgroups of supervisors that
  * were killed before they could clean up are removed by the next
@@ -38,7 +43,17 @@ enum { CG_MEM, CG_PIDS, CG_CPU, CG__MAX };
 struct sbx_cgroup {
 	int  version;               /* 1 or 2 */
 	char dir[CG__MAX][512];     /* v1: one dir per controller; v2: dir[0] */
+	char quota_dir[512];        /* v1 cpu hierarchy group of a CPU quota, or "" */
 };
+
+enum { CG_QUOTA_PERIOD_US = 100000 };
+
+/* The quota in microseconds of CPU per period, at least 1 ms (the kernel's floor). */
+static long long quota_us(double cpus)
+{
+	long long q = (long long)(cpus * CG_QUOTA_PERIOD_US + 0.5);
+	return q < 1000 ? 1000 : q;
+}
 
 static const char *const v1_ctrl[CG__MAX] = { "memory", "pids", "cpuacct" };
 
@@ -168,7 +183,7 @@ static int run_dir(const char *base, const char *self, uint32_t box, char *out, 
  * leaves is removed when the next supervisor creates its first group. */
 static void sweep_stale(const char *dir)
 {
-	static struct { char dir[512]; pid_t pid; } done[CG__MAX + 1];
+	static struct { char dir[512]; pid_t pid; } done[CG__MAX + 2];   /* + v2, + the v1 quota */
 	size_t slot = sizeof done / sizeof done[0];
 	for (size_t i = 0; i < sizeof done / sizeof done[0]; i++) {
 		if (done[i].pid == getpid() && strcmp(done[i].dir, dir) == 0)
@@ -216,13 +231,16 @@ static int try_v2(struct sbx_cgroup *cg, uint32_t box, const struct sbx_limits *
 		if (n < 0 || (size_t)n >= sizeof parent)
 			return -1;
 	}
+	bool quota = l->cpu_quota > 0;
 	if (cg_read(parent, "cgroup.controllers", buf, sizeof buf) < 0)
 		return -2;   /* no v2 hierarchy here at all */
-	if (!strstr(buf, "memory") || !strstr(buf, "pids"))
+	if (!strstr(buf, "memory") || !strstr(buf, "pids") || (quota && !strstr(buf, "cpu ") && !strstr(buf, "cpu\n")))
 		return -1;
 	cg_read(parent, "cgroup.subtree_control", buf, sizeof buf);
 	if ((!strstr(buf, "memory") || !strstr(buf, "pids")) &&
 	    cg_write(parent, "cgroup.subtree_control", "+memory +pids") < 0)
+		return -1;
+	if (quota && cg_write(parent, "cgroup.subtree_control", "+cpu") < 0)
 		return -1;
 	sweep_stale(parent);
 	if (run_dir(parent, "/", box, cg->dir[0], sizeof cg->dir[0]) < 0)
@@ -237,6 +255,9 @@ static int try_v2(struct sbx_cgroup *cg, uint32_t box, const struct sbx_limits *
 	snprintf(v, sizeof v, "%u", l->processes);
 	if (cg_write(cg->dir[0], "pids.max", v) < 0)
 		goto fail;
+	snprintf(v, sizeof v, "%lld %d", quota_us(l->cpu_quota), CG_QUOTA_PERIOD_US);
+	if (quota && cg_write(cg->dir[0], "cpu.max", v) < 0)
+		goto fail;
 	cg->version = 2;
 	return 0;
 fail:
@@ -244,7 +265,35 @@ fail:
 	return -1;
 }
 
-/* Try cgroup v1 (memory, pids, cpuacct). Returns 0 with cg filled, or -1. */
+/* The v1 cpu-hierarchy group of a run's CPU quota (cpus CPUs) into
+ * cg->quota_dir. Returns 0, or -1 with nothing left behind. */
+static int v1_quota(struct sbx_cgroup *cg, uint32_t box, double cpus)
+{
+	char self[256], v[32];
+	if (access("/sys/fs/cgroup/cpu", W_OK) < 0 || self_path("cpu", self, sizeof self) < 0 ||
+	    run_dir("/sys/fs/cgroup/cpu", self, box, cg->quota_dir, sizeof cg->quota_dir) < 0)
+		goto fail;
+	char *slash = strrchr(cg->quota_dir, '/');
+	*slash = '\0';
+	sweep_stale(cg->quota_dir);   /* quota groups of killed supervisors */
+	*slash = '/';
+	if (mkdir(cg->quota_dir, 0755) < 0 && errno != EEXIST)
+		goto fail;
+	snprintf(v, sizeof v, "%d", CG_QUOTA_PERIOD_US);
+	if (cg_write(cg->quota_dir, "cpu.cfs_period_us", v) < 0)
+		goto fail_dir;
+	snprintf(v, sizeof v, "%lld", quota_us(cpus));
+	if (cg_write(cg->quota_dir, "cpu.cfs_quota_us", v) < 0)
+		goto fail_dir;
+	return 0;
+fail_dir:
+	rmdir(cg->quota_dir);
+fail:
+	cg->quota_dir[0] = '\0';
+	return -1;
+}
+
+/* Try cgroup v1 (memory, pids, cpuacct; cpu for a quota). Returns 0 with cg filled, or -1. */
 static int try_v1(struct sbx_cgroup *cg, uint32_t box, const struct sbx_limits *l)
 {
 	char v[32];
@@ -273,6 +322,8 @@ static int try_v1(struct sbx_cgroup *cg, uint32_t box, const struct sbx_limits *
 		goto fail;
 	snprintf(v, sizeof v, "%u", l->processes);
 	if (cg_write(cg->dir[CG_PIDS], "pids.max", v) < 0)
+		goto fail;
+	if (l->cpu_quota > 0 && v1_quota(cg, box, l->cpu_quota) < 0)
 		goto fail;
 	cg->version = 1;
 	return 0;
@@ -343,6 +394,8 @@ int sbx_cg_set_limits(struct sbx_cgroup *cg, const struct sbx_limits *l)
 
 int sbx_cg_procs_fds(const struct sbx_cgroup *cg, int *fds)
 {
+	if (cg->quota_dir[0])
+		return -1;   /* a v1 quota group is joined by sbx_cg_enter only (one-shot runs) */
 	int n = cg->version == 2 ? 1 : CG__MAX;
 	for (int i = 0; i < n; i++) {
 		char path[600];
@@ -366,7 +419,7 @@ int sbx_cg_enter(struct sbx_cgroup *cg, pid_t pid)
 	for (int i = 0; i < CG__MAX; i++)
 		if (cg_write(cg->dir[i], "cgroup.procs", v) < 0)
 			return -1;
-	return 0;
+	return cg->quota_dir[0] ? cg_write(cg->quota_dir, "cgroup.procs", v) : 0;
 }
 
 double sbx_cg_cpu(struct sbx_cgroup *cg)
@@ -436,8 +489,11 @@ void sbx_cg_destroy(struct sbx_cgroup *cg)
 	if (!cg)
 		return;
 	int n = cg->version == 2 ? 1 : CG__MAX;
-	for (int i = 0; i < n; i++) {
-		for (int tries = 0; tries < 200 && rmdir(cg->dir[i]) < 0 && errno == EBUSY; tries++) {
+	for (int i = 0; i <= n; i++) {
+		const char *dir = i < n ? cg->dir[i] : cg->quota_dir;
+		if (!dir[0])
+			continue;
+		for (int tries = 0; tries < 200 && rmdir(dir) < 0 && errno == EBUSY; tries++) {
 			struct timespec ts = { 0, 1000000 };
 			nanosleep(&ts, NULL);
 		}

@@ -54,7 +54,7 @@ static void __attribute__((noreturn)) usage(int status)
 	FILE *o = status ? stderr : stdout;
 	fprintf(o, "usage: agenttest-sandbox [options] -- PROGRAM [ARGS...]\n"
 	        "       agenttest-sandbox --zygote --ctl-fd=N [options]\n"
-	        "options: --box=N --cpu=SEC --wall=SEC --mem=BYTES[KMG] --procs=N --files=N\n"
+	        "options: --box=N --cpu=SEC --wall=SEC --mem=BYTES[KMG] --procs=N --files=N --cpus=N\n"
 	        "         --output=BYTES[KMG] --bind=PATH --workdir=PATH --tmp=BYTES[KMG]\n"
 	        "         --env=K=V --meta=FILE --meta-fd=N --no-cgroup --netns=fresh|shared\n"
 	        "         --profile=strategy|agent (agent: own netns with loopback, processes, exec, sockets, JIT)\n"
@@ -100,6 +100,17 @@ static double parse_seconds(const char *s, const char *opt)
 	return x;
 }
 
+/* Parse a CPU quota in CPUs within [0.01, 1024]. */
+static double parse_cpus(const char *s)
+{
+	char *end;
+	errno = 0;
+	double x = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(x) || x < 0.01 || x > 1024)
+		die("bad value for --cpus: %s (0.01..1024)", s);
+	return x;
+}
+
 /* An absolute, normalized-looking path (no "..", no "//"). */
 static const char *parse_path(const char *s, const char *opt)
 {
@@ -126,7 +137,7 @@ int main(int argc, char **argv)
 {
 	enum { O_BOX = 256, O_CPU, O_WALL, O_MEM, O_PROCS, O_FILES, O_OUTPUT, O_BIND,
 	       O_WORKDIR, O_TMP, O_ENV, O_META, O_METAFD, O_NOCG, O_SLOG, O_ZYGOTE, O_CTL, O_NETNS,
-	       O_SHMFD, O_PROFILE, O_HELP, O_VERSION };
+	       O_SHMFD, O_PROFILE, O_CPUS, O_HELP, O_VERSION };
 	static const struct option longopts[] = {
 		{ "box", 1, NULL, O_BOX }, { "cpu", 1, NULL, O_CPU }, { "wall", 1, NULL, O_WALL },
 		{ "mem", 1, NULL, O_MEM }, { "procs", 1, NULL, O_PROCS }, { "files", 1, NULL, O_FILES },
@@ -135,7 +146,7 @@ int main(int argc, char **argv)
 		{ "meta", 1, NULL, O_META }, { "meta-fd", 1, NULL, O_METAFD },
 		{ "no-cgroup", 0, NULL, O_NOCG }, { "netns", 1, NULL, O_NETNS }, { "seccomp-log", 0, NULL, O_SLOG },
 		{ "zygote", 0, NULL, O_ZYGOTE }, { "ctl-fd", 1, NULL, O_CTL }, { "shm-fd", 1, NULL, O_SHMFD },
-		{ "profile", 1, NULL, O_PROFILE },
+		{ "profile", 1, NULL, O_PROFILE }, { "cpus", 1, NULL, O_CPUS },
 		{ "help", 0, NULL, O_HELP }, { "version", 0, NULL, O_VERSION },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -151,6 +162,7 @@ int main(int argc, char **argv)
 		case O_CPU: o.limits.cpu_seconds = parse_seconds(optarg, "cpu"); break;
 		case O_WALL: o.limits.wall_seconds = parse_seconds(optarg, "wall"); break;
 		case O_MEM: o.limits.memory_bytes = parse_size(optarg, "mem"); break;
+		case O_CPUS: o.limits.cpu_quota = parse_cpus(optarg); break;
 		case O_PROCS: o.limits.processes = parse_count(optarg, 1, 4096, "procs"); break;
 		case O_FILES: o.limits.open_files = parse_count(optarg, 4, 65536, "files"); break;
 		case O_OUTPUT: o.limits.output_bytes = parse_size(optarg, "output"); break;
@@ -213,6 +225,8 @@ int main(int argc, char **argv)
 	sbx_supervise_signals();
 	if (zygote && o.agent)
 		die("--profile=agent is for one-shot runs only");
+	if (o.limits.cpu_quota > 0 && (zygote || o.no_cgroup))
+		die("--cpus needs a one-shot run with its cgroup");
 	if (zygote) {
 		if (ctl_fd < 0 || optind != argc)
 			usage(2);

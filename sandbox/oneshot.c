@@ -155,6 +155,10 @@ int sbx_oneshot_run(struct sbx_oneshot *o, struct sbx_verdict *v, char *err, siz
 		cg = sbx_cg_create(o->box_id, &o->limits, v->warnings, sizeof v->warnings);
 	else
 		sbx_note(v->warnings, sizeof v->warnings, "cgroup disabled: rlimits only");
+	if (!cg && o->limits.cpu_quota > 0) {   /* a quota is not dropped quietly */
+		snprintf(err, errlen, "a CPU quota needs the run's cgroup (%s)", v->warnings);
+		goto out;
+	}
 	cgfd = sbx_cg_dirfd(cg);
 	if (pipe2(sync, O_CLOEXEC) < 0 || pipe2(ack, O_CLOEXEC) < 0 ||
 	    pipe2(rout, O_CLOEXEC) < 0 || pipe2(rerr, O_CLOEXEC) < 0) {

@@ -49,6 +49,8 @@ struct sbx_limits {
 	unsigned processes;     /* default 16 */
 	unsigned open_files;    /* default 64 */
 	uint64_t output_bytes;  /* cap on bytes the host may write back; default 256 MiB */
+	double   cpu_quota;     /* CPU bandwidth in CPUs (cgroup cpu.max / cfs_quota_us over a
+	                           100 ms period); 0: none. Needs the cgroup: one-shot runs only */
 };
 
 /* Verdict status, as in the verdict record (agenttest-sandbox(1)). */

@@ -128,6 +128,16 @@ int agent_auto_resume(struct db *db, const struct agent_env *env, struct buf *er
  */
 int agent_purge_deleted(struct db *db, const struct agent_env *env, struct buf *err);
 
+/*
+ * The agent's best iteration by the original's rule on the sealed score:
+ * among its completed, error-free iterations with a holdout score, the
+ * highest (lower: the lowest) holdout_score; ties keep the earliest. Sets
+ * agents.best_iteration and best_score of an agent judged on the holdout
+ * (best_by 'holdout'; untouched when none qualifies or best_by is
+ * 'forward'). 0, or -1 on a database error (err).
+ */
+int agent_set_best(struct db *db, const char *agent_id, bool lower, struct buf *err);
+
 /* ---- agent_llm.c: key, budgets and usage of the LLM drivers ---- */
 
 /* Whether driver is an LLM driver (claude-code, command). */

@@ -506,6 +506,25 @@ static int aj_status(struct db *db, const char *agent, const char *status, const
 }
 
 /* The agent's counters, memory, best iteration and the scored event. */
+/* The best iteration by the sealed score (agent.h). */
+int agent_set_best(struct db *db, const char *agent_id, bool lower, struct buf *err)
+{
+	struct db_arg k[] = { DB_ARG_TEXT(agent_id), DB_ARG_TEXT(agent_id) };
+	/* the original's rule on the sealed score: among error-free iterations the
+	 * highest (lowest) primary holdout metric, ties keep the earliest (agents
+	 * judged on forward scores are updated by the forward job, issue 18) */
+	return aj_ex(db, lower ?
+		     "UPDATE agents a JOIN (SELECT iteration, holdout_score FROM agent_iterations WHERE agent_id = ? AND "
+		     "status = 'completed' AND has_error = 0 AND holdout_score IS NOT NULL ORDER BY holdout_score ASC, "
+		     "iteration ASC LIMIT 1) b SET a.best_iteration = b.iteration, a.best_score = b.holdout_score WHERE "
+		     "a.id = ? AND a.best_by = 'holdout'" :
+		     "UPDATE agents a JOIN (SELECT iteration, holdout_score FROM agent_iterations WHERE agent_id = ? AND "
+		     "status = 'completed' AND has_error = 0 AND holdout_score IS NOT NULL ORDER BY holdout_score DESC, "
+		     "iteration ASC LIMIT 1) b SET a.best_iteration = b.iteration, a.best_score = b.holdout_score WHERE "
+		     "a.id = ? AND a.best_by = 'holdout'",
+		     k, 2, NULL, 0, NULL, NULL, err);
+}
+
 static int aj_update_agent(struct db *db, const struct ajob *a, struct buf *err)
 {
 	json_object *e = json_object_object_get(a->res, "entry");
@@ -518,21 +537,7 @@ static int aj_update_agent(struct db *db, const struct ajob *a, struct buf *err)
 		  "stdout_tail = ?, updated_at = NOW(6) WHERE id = ?", u, 6, NULL, 0, NULL, NULL, err) != 0)
 		return -1;
 	const char *dir = aj_str(a->res, "direction");
-	bool lower = dir && strcmp(dir, "lower") == 0;
-	struct db_arg k[] = { DB_ARG_TEXT(a->agent_id), DB_ARG_TEXT(a->agent_id) };
-	/* the original's rule on the sealed score: among error-free iterations the
-	 * highest (lowest) primary holdout metric, ties keep the earliest (agents
-	 * judged on forward scores are updated by the forward job, issue 18) */
-	if (aj_ex(db, lower ?
-		  "UPDATE agents a JOIN (SELECT iteration, holdout_score FROM agent_iterations WHERE agent_id = ? AND "
-		  "status = 'completed' AND has_error = 0 AND holdout_score IS NOT NULL ORDER BY holdout_score ASC, "
-		  "iteration ASC LIMIT 1) b SET a.best_iteration = b.iteration, a.best_score = b.holdout_score WHERE a.id = ? "
-		  "AND a.best_by = 'holdout'" :
-		  "UPDATE agents a JOIN (SELECT iteration, holdout_score FROM agent_iterations WHERE agent_id = ? AND "
-		  "status = 'completed' AND has_error = 0 AND holdout_score IS NOT NULL ORDER BY holdout_score DESC, "
-		  "iteration ASC LIMIT 1) b SET a.best_iteration = b.iteration, a.best_score = b.holdout_score WHERE a.id = ? "
-		  "AND a.best_by = 'holdout'",
-		  k, 2, NULL, 0, NULL, NULL, err) != 0)
+	if (agent_set_best(db, a->agent_id, dir && strcmp(dir, "lower") == 0, err) != 0)
 		return -1;
 	json_object *ev = json_object_new_object(), *v;
 	json_object_object_add(ev, "iteration", json_object_new_int64(a->n));

@@ -53,6 +53,20 @@ def test_planted_momentum_found_on_sealed_holdout(tmp_path, market):
     assert best is not None and best[1] >= 0.55, entries
     hist = open(os.path.join(ag["root"], "workspace", "HISTORY.md")).read() if n > 1 else ""
     assert "%.4f" % best[1] not in hist
+    # the original's workspace contract: what the platform writes, what the agent wrote
+    ws = os.path.join(ag["root"], "workspace")
+    for name in ("INSTRUCTIONS.md", "GOAL.md", "STATE.md", "HISTORY.md", "API_REFERENCE.md", "INBOX.md", "notes.txt"):
+        assert os.path.isfile(os.path.join(ws, name)), name
+    assert "find a signal" in open(os.path.join(ws, "GOAL.md")).read()
+    for name in ("STATE.md", "notes.txt"):
+        assert open(os.path.join(ws, name)).read().strip(), name
+    code = open(os.path.join(ws, "iteration_%d.py" % n)).read()
+    assert "class TechFeaturizer" in code and "class TechPredictor" in code
+    with open(os.path.join(ws, "iteration_%d_analysis.json" % n)) as f:
+        analysis = json.load(f)
+    assert {"feature_report", "inference_spec", "hypothesis", "what_changed", "what_worked", "what_failed",
+            "done"} <= set(analysis), analysis.keys()
+    assert analysis["feature_report"] and entries[-1]["analysis"] == analysis
 
 
 def test_dev_copy_has_no_holdout_bars(tmp_path, market):
@@ -162,7 +176,7 @@ def test_hostile_turn_finds_no_holdout_and_changes_nothing_recorded(tmp_path, ma
     scorer's copy on the host is unchanged), plants a shadow framework and a
     forged _result_1.json in its workspace (never imported or read: the
     iteration scores normally), cannot reach the host's dataset or the
-    scoring directory, and finds no holdout bar in any file it can read
+    scoring directory or another agent's files, and finds no holdout bar in any file it can read
     (while it does find the dev bars: the scan reads the data). Its
     environment holds none of the runner's secrets, and its `done` before
     min_iterations is not honoured."""
@@ -196,7 +210,13 @@ def test_hostile_turn_finds_no_holdout_and_changes_nothing_recorded(tmp_path, ma
 
     before = tree_hash()
     builtin = drivers.get("builtin")
-    hidden = [market, os.path.join(ag["root"], "scoring"), os.path.join(REPO, "evaluator"), host_dir]
+    # another agent's directory beside this one (as under AGENTTEST_AGENTS_DIR),
+    # its notes holding holdout bytes: unreachable, so never found
+    other = tmp_path / "other-agent" / "workspace"
+    other.mkdir(parents=True)
+    (other / "notes.txt").write_bytes(b"other agent: " + needles[0])
+    hidden = [market, os.path.join(ag["root"], "scoring"), os.path.join(REPO, "evaluator"), host_dir,
+              str(other / "notes.txt"), str(tmp_path / "other-agent")]
 
     def program(agent, ws, n):
         return (["/usr/bin/python3", "-c", HOSTILE, ",".join(x.hex() for x in needles), dev_tail.hex(),
@@ -235,6 +255,7 @@ def test_agent_memory_from_mem_pct_clamped(monkeypatch):
     box = types.SimpleNamespace(number=7)
     a = sandbox_profile.argv("/x/agenttest-sandbox", box, "/w", "/h", "/l", "/d", ["p"], "/m")
     assert "--mem=%d" % (max(4, min(64, int(gib))) << 30) in a and "--procs=512" in a and "--netns=shared" in a
+    assert "--cpus=2" in a, a
     for bad in ("0", "101", "x"):
         monkeypatch.setenv("MANTIS_CONTAINER_MEM_PCT", bad)
         with pytest.raises(ValueError, match="MANTIS_CONTAINER_MEM_PCT"):
@@ -283,3 +304,113 @@ def box_procs(uid):
         except OSError:
             pass
     return out
+
+
+# A strategy that works on the dev bars and fails on the first holdout bar,
+# putting the holdout price it saw into its exception and its stderr: what
+# a strategy that wanted to smuggle holdout prices to the agent would do.
+HOLDOUT_PROBE = r"""
+import json, sys
+N_DEV = %d
+src = '''
+import sys
+import numpy as np
+from agenttest import Featurizer, Predictor
+
+class TechFeaturizer(Featurizer):
+    warmup = 1000
+    compute_interval = 1
+    def compute(self, view):
+        if view.t >= %d:
+            p = float(view.prices("ETH")[-1])
+            sys.stderr.write("HOLDOUTLEAK-log %%r\\n" %% p)
+            raise ValueError("HOLDOUTLEAK-exc %%r" %% p)
+        r = np.log(view.prices("ETH")[-1] / view.prices("ETH")[-61])
+        return r
+
+class TechPredictor(Predictor):
+    def predict(self, features):
+        p = 0.5 + 0.5 * np.tanh(30 * float(features))
+        return np.array([p, 1 - p])
+'''
+open("iteration_1.py", "w").write(src)
+json.dump({"feature_report": [], "hypothesis": "probe", "done": False}, open("iteration_1_analysis.json", "w"))
+print("probe written", flush=True)
+"""
+
+
+@needs_root
+def test_a_strategy_failing_on_the_holdout_tells_the_agent_nothing(tmp_path, market, monkeypatch):
+    """Iteration 1's code runs on the dev bars and raises on the first
+    holdout bar with the price it saw in its message and on its stderr.
+    The owner gets the sealed failure (holdout_error); the iteration counts
+    as a dev success, and nothing of the failure (its text, the price, the
+    log line) is in any file of the next iteration's workspace or of the
+    dev data the agent can read."""
+    import re
+    import types
+    from agentloop import drivers, workspace
+    ag = _agent(tmp_path, market)
+    n_dev, total = devdata.write_dev_copy(market, str(tmp_path / "probe-dev"), 60, assets=["ETH"])
+    close = DataProvider.from_dataset(market, ["ETH"]).prices("ETH")
+    first_holdout = repr(float(close[total - 60 * 1440 + n_dev]))
+    prog = HOLDOUT_PROBE % (n_dev, n_dev)
+    monkeypatch.setattr(drivers, "get", lambda name: types.SimpleNamespace(
+        program=lambda agent, ws, n: ["/usr/bin/python3", "-c", prog]))
+    st, e = iteration.run_iteration(ag, 1, [], "")
+    assert st == "ok" and e["has_error"] is False and e["error"] is None, e
+    assert e["metrics"]["dev_only"] is True and 0 < e["metrics"]["mean_auc"] < 1, e
+    # the sealed side saw the failure (so the probe did reach the holdout)
+    assert e["holdout_metrics"] is None and "HOLDOUTLEAK-exc" in (e["holdout_error"] or ""), e
+    # the next turn's files, even if the caller passed the whole entry
+    info = challenges()["ETH-1H-BINARY"]
+    ws = os.path.join(ag["root"], "workspace")
+    workspace.prepare(ws, info, 2, ag["goal"], 1, 6, [e], "")
+    seen = []
+    for top in (ws, os.path.join(ag["root"], "dev")):
+        for d, _, files in os.walk(top):
+            for f in files:
+                with open(os.path.join(d, f), "rb") as fh:
+                    data = fh.read()
+                # the code names its marker; the failure's text carries a price after it
+                if re.search(rb"HOLDOUTLEAK-(exc|log) [0-9]", data) or first_holdout.encode() in data:
+                    seen.append(os.path.join(d, f))
+    assert seen == [], seen
+    hist = open(os.path.join(ws, "HISTORY.md")).read()
+    assert "Iteration 1" in hist and "ERROR" not in hist, hist
+
+
+@needs_root
+def test_cpu_quota_bounds_the_boxs_cpu_time(tmp_path):
+    """--cpus (the agent profile passes 2, the original's quota): the box
+    runs in a CPU-bandwidth group of its own, a busy loop of 4 s wall at
+    0.1 CPU gets about 0.4 s of CPU whatever the machine's load (a quota is
+    a ceiling), the group is removed afterwards; a quota without the
+    cgroup, or out of range, is refused."""
+    import subprocess
+    from agentloop import sandbox_profile
+    helper = os.path.join(REPO, "bin", "agenttest-sandbox")
+    box = sandbox_profile.Box()
+    meta = tmp_path / "meta"
+    prog = ("import time\nt = time.monotonic()\nwhile time.monotonic() - t < 4: pass\n"
+            "print(open('/proc/self/cgroup').read())")
+    try:
+        p = subprocess.run([helper, "--box=%d" % box.number, "--cpus=0.1", "--cpu=30", "--wall=30", "--procs=8",
+                            "--meta=%s" % meta, "--", "/usr/bin/python3", "-c", prog],
+                           capture_output=True, timeout=120)
+    finally:
+        box.close()
+    m = sandbox_profile.read_meta(str(meta))
+    assert p.returncode == 0 and m["status"] == "OK", (p.stderr, m)
+    group = "agenttest-%d-" % box.number
+    lines = p.stdout.decode().splitlines()   # v1: the cpu hierarchy's line; v2: the one "0::" line
+    cpu_line = [l for l in lines if ":cpu:" in l or ":cpu," in l] or [l for l in lines if l.startswith("0::")]
+    assert cpu_line and group in cpu_line[0], p.stdout
+    wall, cpu = float(m["time-wall"]), float(m["time"])
+    assert wall >= 4 and cpu <= 0.1 * wall + 0.25, m
+    left = [d for d in os.listdir("/sys/fs/cgroup/cpu") if d.startswith(group)] \
+        if os.path.isdir("/sys/fs/cgroup/cpu") else []
+    assert left == [], left
+    for bad in (["--cpus=0"], ["--cpus=x"], ["--cpus=2000"], ["--cpus=1", "--no-cgroup"]):
+        r = subprocess.run([helper, "--box=1"] + bad + ["--", "/bin/true"], capture_output=True, timeout=60)
+        assert r.returncode == 2 and b"--cpus" in r.stderr, (bad, r.stderr)

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from helpers import assert_error
+from helpers import assert_error, stack_sql
 
 GOAL = "find a momentum signal on ETH"
 
@@ -175,6 +175,21 @@ def test_pause_resume_stop_between_iterations(astack, owner):
     assert aid not in [a["id"] for a in astack.get("/api/agents", token=owner).json()]
 
 
+def test_an_agent_with_no_iteration_left_is_crashed_and_resume_requeues(astack, owner):
+    """Status crashed (the original's set): an agent that should be running
+    but has no iteration queued or running, e.g. its queued iteration was
+    failed by the queue. Resume queues the next iteration again."""
+    aid = create(astack, owner)
+    stack_sql(astack, f"UPDATE agent_iterations SET status = 'failed' WHERE agent_id = '{aid}'")
+    d = astack.get(f"/api/agents/{aid}", token=owner).json()
+    assert d["status"] == "crashed" and d["activity"] is None, d
+    assert [a["status"] for a in astack.get("/api/agents", token=owner).json() if a["id"] == aid] == ["crashed"]
+    assert post(astack, f"/api/agents/{aid}/resume", owner).json() == {"paused": False}
+    d = astack.get(f"/api/agents/{aid}", token=owner).json()
+    assert d["status"] == "starting" and d["activity"]["state"] == "queued" and d["activity"]["iteration"] == 1, d
+    post(astack, f"/api/agents/{aid}/delete", owner)
+
+
 def test_messages_are_kept_and_inbox_overwrite_supersedes(astack, owner):
     aid = create(astack, owner)
     assert_error(post(astack, f"/api/agents/{aid}/message", owner, {"text": "   "}), 400, "invalid_field")
@@ -242,6 +257,38 @@ def test_every_route_is_the_owners_or_an_admins(astack, owner, other, admin):
     post(astack, f"/api/agents/{r.json()['id']}/delete", admin)
     assert post(astack, f"/api/agents/{aid}/stop", admin).json() == {"status": "stopped"}
     assert post(astack, f"/api/agents/{aid}/delete", admin).json() == {"status": "deleted"}
+
+
+def test_each_routes_shape_and_ranges(astack, owner):
+    """The shapes of the read routes of a new agent and the 400s of each
+    route's ranges (docs/agents.md, the route table), each naming its field."""
+    aid = create(astack, owner)
+    base = f"/api/agents/{aid}"
+    out = astack.get(f"{base}/stdout", token=owner).json()
+    assert set(out) == {"content", "lines", "showing"} and out["content"] == "" and out["showing"] == 0, out
+    assert astack.get(f"{base}/stdout?tail=5000", token=owner).status == 200
+    for bad in ("0", "5001", "-1", "x", "1.5"):
+        e = assert_error(astack.get(f"{base}/stdout?tail={bad}", token=owner), 400, "invalid_field")
+        assert "tail" in e["error"], e
+    for bad in ("0", "31", "x"):
+        e = assert_error(astack.get(f"{base}/events?wait={bad}", token=owner), 400, "invalid_field")
+        assert "wait" in e["error"], e
+    assert astack.get(f"{base}/iterations", token=owner).json() == {"iterations": [], "count": 0}
+    assert astack.get(f"{base}/notes", token=owner).json() == {"content": ""}
+    assert astack.get(f"{base}/state", token=owner).json() == {"content": ""}
+    assert astack.get(f"{base}/inbox", token=owner).json() == {"content": ""}
+    assert astack.get(f"{base}/chat", token=owner).json() == {"messages": [], "paused": False}
+    for tail in ("/iterations/0/metrics", "/iterations/x/features", "/code/0", "/code/abc", "/iterations/1/metrics"):
+        assert_error(astack.get(base + tail, token=owner), 404, "not_found")
+    for body, field in (({"max_iterations": 0}, "max_iterations"), ({"max_iterations": 501}, "max_iterations"),
+                        ({"iteration": 0}, "iteration"), ({"iteration": "1"}, "iteration"),
+                        ({"goal": ""}, "goal"), ({"colour": 1}, "colour")):
+        e = assert_error(post(astack, f"{base}/clone", owner, body), 400, "invalid_field")
+        assert field in e["error"], (body, e)
+    assert_error(post(astack, f"{base}/inbox", owner, {}), 400, "missing_field")
+    assert_error(post(astack, f"{base}/goal", owner, {}), 400, "missing_field")
+    assert_error(post(astack, f"{base}/goal", owner, {"goal": "x" * 10001}), 400, "invalid_field")
+    post(astack, f"{base}/delete", owner)
 
 
 def test_events_stream(astack, owner, other):

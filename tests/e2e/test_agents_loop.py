@@ -92,6 +92,9 @@ def test_iterations_scored_by_server_and_message_reaches_next(lstack, tok):
     r = post(lstack, f"/api/agents/{aid}/message", tok, {"text": "  favour momentum  "})
     assert r.status == 200 and r.json() == {"status": "sent"}
     assert "Operator: favour momentum" in lstack.get(f"/api/agents/{aid}/inbox", token=tok).json()["content"]
+    # a goal edited during iteration 1 is iteration 2's (its GOAL.md), not 1's
+    r = post(lstack, f"/api/agents/{aid}/goal", tok, {"goal": "a new goal: try volatility"})
+    assert r.status == 200 and r.json()["version"] == 2, r
     d = wait_for(lstack, tok, aid, lambda d: d["iteration_count"] >= 1, what="iteration 1")
     it = d["iterations"][0]
     assert it["iteration"] == 1 and it["has_error"] is False, it
@@ -121,6 +124,9 @@ def test_iterations_scored_by_server_and_message_reaches_next(lstack, tok):
     assert len(msg) == 1 and msg[0]["text"] == "favour momentum" and msg[0]["delivered_iteration"] == 2, chat
     assert lstack.get(f"/api/agents/{aid}/inbox", token=tok).json()["content"] == ""
     assert [i["iteration"] for i in d["iterations"]] == [1, 2]
+    assert [i["goal_version"] for i in d["iterations"]] == [1, 2], d["iterations"]
+    goal_md = (lstack.var / "agents" / aid / "workspace" / "GOAL.md").read_text()
+    assert "a new goal: try volatility" in goal_md and GOAL not in goal_md, goal_md
     best = max(d["iterations"], key=lambda i: (i["holdout_score"], -i["iteration"]))
     assert d["best_iteration"] == best["iteration"]
 
@@ -180,6 +186,27 @@ def test_pause_during_iteration_resume_then_stop(lstack, tok):
     assert d["status"] == "stopped" and d["iteration_count"] == 1 and [i["iteration"] for i in d["iterations"]] == [1]
 
 
+def test_delete_during_iteration_ends_its_processes_and_removes_it(lstack, tok):
+    """A delete while iteration 1 runs: the agent is gone from the API at
+    once, its processes (harness, sandbox, scoring) within 5 s, and the
+    runner removes its rows and its directory once nothing of it runs."""
+    aid = create(lstack, tok, max_iterations=3)
+    wait_started(lstack, tok, aid, 1)
+    time.sleep(1)
+    assert agent_procs(aid), "no process of the running iteration found"
+    t0 = time.monotonic()
+    assert post(lstack, f"/api/agents/{aid}/delete", tok).json() == {"status": "deleted"}
+    assert lstack.get(f"/api/agents/{aid}", token=tok).status == 404
+    while agent_procs(aid) and time.monotonic() - t0 < 5:
+        time.sleep(0.1)
+    assert agent_procs(aid) == [], "the agent's processes outlived the delete by 5 s"
+    root = lstack.var / "agents" / aid
+    deadline = time.monotonic() + 120
+    while root.exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not root.exists(), f"the deleted agent's directory is still there\n{lstack.log_tail(40)}"
+
+
 def test_runner_killed_mid_iteration_is_redone_elsewhere(lstack, tok):
     aid = create(lstack, tok, max_iterations=1)
     wait_for(lstack, tok, aid, running, what="running iteration 1")
@@ -216,4 +243,23 @@ def test_wall_time_budget_pauses_cleanly_and_a_raise_resumes(lstack, tok):
     assert post(lstack, f"/api/agents/{aid}/resume", tok, {"budget": {"wall_s": 3600}}).json() == {"paused": False}
     d = detail(lstack, tok, aid)
     assert d["activity"]["iteration"] == 2 and d["budget"]["wall_s_left"] > 3000, d
+    assert post(lstack, f"/api/agents/{aid}/stop", tok).json() == {"status": "stopped"}
+
+
+def test_iteration_budget_stops_cleanly_and_a_raise_continues(lstack, tok):
+    """max_iterations is the iterations budget: the agent stops at it with
+    its state saved (max_iterations_reached, STATE.md kept); a plain resume is
+    409, a resume that raises it queues the next iteration."""
+    aid = create(lstack, tok, max_iterations=1)
+    d = wait_for(lstack, tok, aid, lambda d: d["status"] in ("max_iterations_reached", "completed"),
+                 what="the iterations budget")
+    assert d["status"] == "max_iterations_reached" and d["activity"] is None, d
+    assert d["budget"]["iterations"] == 1 and d["budget"]["iterations_used"] == 1 and d["budget"]["iterations_left"] == 0, d
+    assert lstack.get(f"/api/agents/{aid}/state", token=tok).json()["content"]
+    r = post(lstack, f"/api/agents/{aid}/resume", tok)
+    assert r.status == 409, r
+    assert post(lstack, f"/api/agents/{aid}/resume", tok, {"budget": {"iterations": 2}}).json() == {"paused": False}
+    d = detail(lstack, tok, aid)
+    assert d["activity"]["iteration"] == 2 and d["config"]["max_iterations"] == 2, d
+    assert d["status"] in ("starting", "running") and d["budget"]["iterations_left"] == 1, d
     assert post(lstack, f"/api/agents/{aid}/stop", tok).json() == {"status": "stopped"}

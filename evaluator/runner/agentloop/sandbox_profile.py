@@ -11,7 +11,9 @@ What an agent's process gets:
     agent's files, no host paths besides those, an environment of exactly
     the variables below (no DATABASE_URL, no token, no key);
   * limits: memory from MANTIS_CONTAINER_MEM_PCT (clamped as the original),
-    CPU time and wall clock MANTIS_ITER_WALL_TIMEOUT, 512 processes and
+    a CPU quota of AGENT_CPUS CPUs (the original's `--cpus=2`: the cgroup's
+    CPU bandwidth, so an agent's processes together never take more than
+    two CPUs' time), CPU time and wall clock MANTIS_ITER_WALL_TIMEOUT, 512 processes and
     threads, 256 open files; every process is killed with the box's cgroup
     when the run ends, is cancelled or its supervisor dies.
 
@@ -73,6 +75,7 @@ class Box:
 
 
 OUTPUT_BASE = 64 << 20
+AGENT_CPUS = 2   # the original's docker --cpus=2
 
 
 def output_limit(dev_dir):
@@ -109,7 +112,7 @@ def argv(helper, box, workspace, host_dir, lib, dev_dir, program, meta, profile=
         "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
     }
     a = [helper, "--box=%d" % box.number, "--cpu=%d" % wall, "--wall=%d" % wall,
-         "--mem=%d" % config.agent_memory_bytes(), "--procs=512", "--files=256",
+         "--mem=%d" % config.agent_memory_bytes(), "--cpus=%g" % AGENT_CPUS, "--procs=512", "--files=256",
          "--output=%d" % output_limit(dev_dir), "--meta=%s" % meta,
          "--bind=%s:%s" % (os.path.realpath(host_dir), HOST_DIR),
          "--bind=%s:%s" % (os.path.realpath(lib), LIB_PATH),

@@ -37,13 +37,6 @@
 static struct tmariadb srv;
 static struct db *db;
 
-/* One statement that must succeed. */
-static void ok(const char *sql)
-{
-	if (db_exec(db, sql, NULL, 0, NULL, 0, NULL, NULL, NULL, 0) != DB_OK)
-		fail_msg("%s: %s", sql, db_error(db));
-}
-
 /* One integer of a one-row query on d (0 when no row or NULL). */
 static long long one_int_on(struct db *d, const char *sql)
 {
@@ -148,7 +141,7 @@ static void test_concurrent_reservers_cannot_pass_the_budget(void **state)
 	pid_t kid[2];
 	assert_int_equal(pipe(go), 0);
 	/* hold the owner's day row so both reservers are seen waiting on it */
-	ok("INSERT INTO llm_owner_day (owner_id, day) VALUES (1, UTC_DATE())");
+	tmariadb_ok(db, "INSERT INTO llm_owner_day (owner_id, day) VALUES (1, UTC_DATE())");
 	assert_int_equal(db_begin(db), DB_OK);
 	assert_int_equal(one_int("SELECT requests FROM llm_owner_day WHERE owner_id = 1 AND day = UTC_DATE() FOR UPDATE"), 0);
 	for (int k = 0; k < 2; k++) {
@@ -187,7 +180,7 @@ static void test_concurrent_reservers_cannot_pass_the_budget(void **state)
 	assert_int_equal(one_int("SELECT COUNT(*) FROM llm_reservations WHERE owner_id = 1 AND agent_id = 'racer' AND "
 				 "kind = 'turn' AND day = UTC_DATE() AND expires_at > UTC_TIMESTAMP(6) + INTERVAL 500 "
 				 "SECOND"), 10);
-	ok("DELETE FROM llm_reservations");
+	tmariadb_ok(db, "DELETE FROM llm_reservations");
 }
 
 /* Settling: the real usage replaces the estimate; the rest of the estimate is free again. */
@@ -233,7 +226,7 @@ static void test_request_budget_counts_requests_in_flight(void **state)
 	must_reserve(4, &lim, 10, 0.0);
 	must_reserve(3, &NOLIMIT, 10, 0.0);
 	assert_int_equal(one_int("SELECT COUNT(*) FROM llm_reservations WHERE owner_id = 3"), 3);
-	ok("DELETE FROM llm_reservations");
+	tmariadb_ok(db, "DELETE FROM llm_reservations");
 }
 
 /* A crashed proxy's reservation stops counting at its TTL and is swept; settling it late still charges. */
@@ -243,7 +236,7 @@ static void test_expired_reservations_stop_counting(void **state)
 	struct llm_reserve_limits lim = { .tokens = 1000, .requests = -1, .usd = -1.0 };
 	uint64_t dead = must_reserve(5, &lim, 900, 0.0);
 	must_refuse(5, &lim, 200, 0.0, "owner daily tokens: 0 used + 900 reserved");
-	ok("UPDATE llm_reservations SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE owner_id = 5");
+	tmariadb_ok(db, "UPDATE llm_reservations SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE owner_id = 5");
 	uint64_t live = must_reserve(5, &lim, 200, 0.0);
 	assert_int_equal(one_int("SELECT COUNT(*) FROM llm_reservations WHERE owner_id = 5"), 1);   /* swept */
 	char sql[160];
@@ -256,7 +249,7 @@ static void test_expired_reservations_stop_counting(void **state)
 	assert_int_equal(one_int("SELECT output FROM llm_owner_day WHERE owner_id = 5 AND day = UTC_DATE()"), 40);
 	/* the global sweep: only expired rows of any owner go */
 	must_reserve(6, &lim, 10, 0.0);
-	ok("UPDATE llm_reservations SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE owner_id = 6");
+	tmariadb_ok(db, "UPDATE llm_reservations SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE owner_id = 6");
 	assert_int_equal(llm_reserve_sweep(db, &err), 1);
 	assert_int_equal(one_int("SELECT COUNT(*) FROM llm_reservations"), 1);
 	assert_int_equal(llm_reserve_settle(db, 5, live, &u, &err), 0);

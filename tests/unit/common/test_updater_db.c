@@ -38,13 +38,6 @@
 static struct tmariadb srv;
 static struct db *db;
 
-/* One statement that must succeed. */
-static void ok(const char *sql)
-{
-	if (db_exec(db, sql, NULL, 0, NULL, 0, NULL, NULL, NULL, 0) != DB_OK)
-		fail_msg("%s: %s", sql, db_error(db));
-}
-
 /* One integer of a one-row query (0 when no row). */
 static long long one_int(const char *sql)
 {
@@ -68,26 +61,26 @@ static int setup(void **state)
 	(void)state;
 	if (!tmariadb_start_migrated(&srv, DBNAME, &db, "updater test"))
 		return 1;
-	ok("SET SESSION foreign_key_checks = 0");   /* runs and their datasets are not needed here */
-	ok("INSERT INTO users (id, name, role) VALUES (7, 'upd-admin', 'admin')");
-	ok("INSERT INTO strategies (id, owner_id, name) VALUES (1, 7, 'd'), (2, 7, 'win'), (3, 7, 'same'), "
+	tmariadb_ok(db, "SET SESSION foreign_key_checks = 0");   /* runs and their datasets are not needed here */
+	tmariadb_ok(db, "INSERT INTO users (id, name, role) VALUES (7, 'upd-admin', 'admin')");
+	tmariadb_ok(db, "INSERT INTO strategies (id, owner_id, name) VALUES (1, 7, 'd'), (2, 7, 'win'), (3, 7, 'same'), "
 	   "(4, 7, 'young'), (5, 7, 'unaudited'), (6, 7, 'late')");
 	for (int i = 1; i <= 6; i++) {
 		char sql[400];
 		snprintf(sql, sizeof sql, "INSERT INTO strategy_versions (id, strategy_id, code_hash, kind, code, params, "
 			 "created_at) VALUES (%d, %d, REPEAT('%d', 64), 'positions', 'x', '{}', NOW(6) - INTERVAL %d DAY)",
 			 i, i, i, i == 4 ? 0 : 10);
-		ok(sql);
+		tmariadb_ok(db, sql);
 		snprintf(sql, sizeof sql, "INSERT INTO run_metrics (run_id, run_seq, strategy_version_id, dataset_version, "
 			 "total_return, cagr, max_drawdown, volatility, sharpe, liquidation_events, capital_efficiency, score, "
 			 "runtime_s, eligible, completed_at) VALUES ('r%d', %d, %d, '" LABEL "-x', 0, 0, 0, 0, 0, 0, 0, 0, 0, "
 			 "%d, NOW(6))", i, i, i, i == 5 ? 0 : 1);
-		ok(sql);
+		tmariadb_ok(db, sql);
 	}
-	ok("INSERT INTO default_promotions (id, dataset_version, strategy_version_id, run_id, promoted_by, reason) "
+	tmariadb_ok(db, "INSERT INTO default_promotions (id, dataset_version, strategy_version_id, run_id, promoted_by, reason) "
 	   "VALUES (1, '" LABEL "', 1, 'r1', 7, 'manual promotion')");
 	/* the default from bar 0; shadows from bar 60000 (6: from 240000); last bar 300000 for all */
-	ok("INSERT INTO paper_accounts (id, promotion_id, label, role, strategy_version_id, run_id, kind, asset, fee_bps, "
+	tmariadb_ok(db, "INSERT INTO paper_accounts (id, promotion_id, label, role, strategy_version_id, run_id, kind, asset, fee_bps, "
 	   "max_leverage, start_ts, last_ts, n_bars) VALUES "
 	   "(1, 1, '" LABEL "', 'default', 1, 'r1', 'positions', 'X', 10, 1, 0, 300000, 5), "
 	   "(2, NULL, '" LABEL "', 'shadow', 2, 'r2', 'positions', 'X', 10, 1, 60000, 300000, 4), "
@@ -95,16 +88,16 @@ static int setup(void **state)
 	   "(4, NULL, '" LABEL "', 'shadow', 4, 'r4', 'positions', 'X', 10, 1, 60000, 300000, 4), "
 	   "(5, NULL, '" LABEL "', 'shadow', 5, 'r5', 'positions', 'X', 10, 1, 60000, 300000, 4), "
 	   "(6, NULL, '" LABEL "', 'shadow', 6, 'r6', 'positions', 'X', 10, 1, 240000, 300000, 1)");
-	ok("INSERT INTO paper_points (account_id, ts, equity, price) VALUES "
+	tmariadb_ok(db, "INSERT INTO paper_points (account_id, ts, equity, price) VALUES "
 	   "(1, 60000, 1.01, 1), (1, 120000, 1.02, 1), (1, 180000, 1.03, 1), (1, 240000, 1.04, 1), (1, 300000, 1.05, 1), "
 	   "(2, 120000, 1.0, 1), (2, 180000, 1.05, 1), (2, 240000, 1.1, 1), (2, 300000, 1.2, 1), "
 	   "(4, 120000, 1.5, 1), (4, 180000, 1.5, 1), (4, 240000, 1.5, 1), (4, 300000, 1.5, 1), "
 	   "(5, 120000, 1.5, 1), (5, 180000, 1.5, 1), (5, 240000, 1.5, 1), (5, 300000, 1.5, 1), "
 	   "(6, 300000, 1.5, 1)");
 	/* shadow 3: exactly the default's growth over the common period */
-	ok("INSERT INTO paper_points (account_id, ts, equity, price) SELECT 3, ts, equity / 1.01, 1 FROM paper_points "
+	tmariadb_ok(db, "INSERT INTO paper_points (account_id, ts, equity, price) SELECT 3, ts, equity / 1.01, 1 FROM paper_points "
 	   "WHERE account_id = 1 AND ts > 60000");
-	ok("INSERT INTO updater_rules (label, min_age_days, margin, min_bars, auto_promote, updated_by) "
+	tmariadb_ok(db, "INSERT INTO updater_rules (label, min_age_days, margin, min_bars, auto_promote, updated_by) "
 	   "VALUES ('" LABEL "', 1, 0, 4, 0, 7)");
 	return 0;
 }
@@ -177,19 +170,19 @@ static void test_label_without_accounts(void **state)
 {
 	struct buf err = BUF_INIT;
 	(void)state;
-	ok("INSERT INTO datasets (id, version, dataset_hash, path, assets, interval_ms, bars, first_ts, last_ts) VALUES "
+	tmariadb_ok(db, "INSERT INTO datasets (id, version, dataset_hash, path, assets, interval_ms, bars, first_ts, last_ts) VALUES "
 	   "(1, 'bare-1m-7d-v1', REPEAT('b', 64), '/nowhere', '[\"BTC\"]', 60000, 11, 0, 600000)");
-	ok("INSERT INTO dataset_labels (label, dataset_id) VALUES ('bare-1m-7d', 1)");
-	ok("INSERT INTO strategies (id, owner_id, name) VALUES (7, 7, 'bare')");
-	ok("INSERT INTO strategy_versions (id, strategy_id, code_hash, kind, code, params, created_at) VALUES "
+	tmariadb_ok(db, "INSERT INTO dataset_labels (label, dataset_id) VALUES ('bare-1m-7d', 1)");
+	tmariadb_ok(db, "INSERT INTO strategies (id, owner_id, name) VALUES (7, 7, 'bare')");
+	tmariadb_ok(db, "INSERT INTO strategy_versions (id, strategy_id, code_hash, kind, code, params, created_at) VALUES "
 	   "(7, 7, REPEAT('7', 64), 'positions', 'x', '{}', NOW(6) - INTERVAL 10 DAY)");
-	ok("INSERT INTO runs (id, owner_id, strategy_version_id, dataset_id, dataset_version, dataset_hash, code_hash, "
+	tmariadb_ok(db, "INSERT INTO runs (id, owner_id, strategy_version_id, dataset_id, dataset_version, dataset_hash, code_hash, "
 	   "config_hash, params) VALUES ('r7', 7, 7, 1, 'bare-1m-7d', REPEAT('b', 64), REPEAT('7', 64), "
 	   "REPEAT('c', 64), '{}')");
-	ok("INSERT INTO run_metrics (run_id, run_seq, strategy_version_id, dataset_version, total_return, cagr, "
+	tmariadb_ok(db, "INSERT INTO run_metrics (run_id, run_seq, strategy_version_id, dataset_version, total_return, cagr, "
 	   "max_drawdown, volatility, sharpe, liquidation_events, capital_efficiency, score, runtime_s, eligible, "
 	   "completed_at) VALUES ('r7', 7, 7, 'bare-1m-7d', 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, NOW(6))");
-	ok("INSERT INTO updater_rules (label, min_age_days, margin, min_bars, max_shadows, auto_promote, updated_by) "
+	tmariadb_ok(db, "INSERT INTO updater_rules (label, min_age_days, margin, min_bars, max_shadows, auto_promote, updated_by) "
 	   "VALUES ('bare-1m-7d', 0, 0, 1, 2, 1, 7)");
 	/* new candles of the label queue a step per active account: none (the prefetch runs the discovery itself) */
 	assert_int_equal(paper_queue_step(db, "bare-1m-7d"), 0);

@@ -1,7 +1,9 @@
 /*
  * tmariadb: a private MariaDB server for unit tests (see tmariadb.h).
  */
+#include <setjmp.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -10,6 +12,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <cmocka.h>
 
 #include "common/buf.h"
 #include "common/migrate.h"
@@ -139,4 +143,10 @@ void tmariadb_finish(struct tmariadb *t, struct db *db)
 {
 	db_free(db);
 	tmariadb_stop(t);
+}
+
+void tmariadb_ok(struct db *db, const char *sql)
+{
+	if (db_exec(db, sql, NULL, 0, NULL, 0, NULL, NULL, NULL, 0) != DB_OK)
+		fail_msg("%s: %s", sql, db_error(db));
 }

@@ -47,6 +47,10 @@ void tmariadb_stop(struct tmariadb *t);
  */
 bool tmariadb_start_migrated(struct tmariadb *t, const char *database, struct db **db, const char *who);
 
+/* One statement without arguments or results that must succeed: a cmocka
+ * failure naming the statement and the server's error otherwise. */
+void tmariadb_ok(struct db *db, const char *sql);
+
 /* The group teardown: free db (NULL is fine), stop and remove the server. */
 void tmariadb_finish(struct tmariadb *t, struct db *db);
 
