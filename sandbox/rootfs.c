@@ -10,10 +10,10 @@
  * (Debian resolves libblas/liblapack through it); the requested
  * extra paths read-only, each at the same path or at the destination given
  * (agenttest's own files go to fixed places under /agenttest, see
- * sbx_confine.h); an optional read-write work directory (nosuid, nodev,
- * noexec); an optional size-capped /tmp (noexec); a minimal /dev (null,
- * zero, random, urandom bound from the host, fd symlinks); and an empty
- * /proc mount point. Nothing else of the host exists inside: no /etc
+ * sbx_confine.h, as a private copy rather than a bind: own_copy.c); an
+ * optional read-write work directory (nosuid, nodev, noexec); an optional
+ * size-capped /tmp (noexec); a minimal /dev (null, zero, random, urandom
+ * bound from the host, fd symlinks); and an empty /proc mount point. Nothing else of the host exists inside: no /etc
  * secrets, /root, /home, /var, /run or host /tmp. The tmpfs is then
  * remounted read-only and pivot_root(2) switches to it, detaching the old
  * root entirely.
@@ -196,9 +196,17 @@ bool sbx_root_enter(const struct sbx_root_opts *o, char *err, size_t errlen)
 	if (!system_tree(root, err, errlen) || !minimal_dev(root, err, errlen) ||
 	    !mkpath(root, "/proc", err, errlen))
 		return false;
+	bool own = false;
 	for (int i = 0; i < o->nbinds; i++)
-		if (!bind_at(root, o->binds[i], o->dsts[i], false, err, errlen))
+		own = own || sbx_own_dst(o->dsts[i]);
+	if (own && !sbx_own_mount(root, err, errlen))
+		return false;
+	for (int i = 0; i < o->nbinds; i++)
+		if (!(sbx_own_dst(o->dsts[i]) ? sbx_own_copy(root, o->binds[i], o->dsts[i], err, errlen)
+		                              : bind_at(root, o->binds[i], o->dsts[i], false, err, errlen)))
 			return false;
+	if (own && !sbx_own_seal(root, err, errlen))
+		return false;
 	if (o->workdir && !bind(root, o->workdir, true, err, errlen))
 		return false;
 	if (o->tmp_bytes) {

@@ -79,6 +79,15 @@ struct sbx_root_opts {
  * point), pivot into it and drop the old root. Returns true or false with
  * a message in err. */
 bool sbx_root_enter(const struct sbx_root_opts *o, char *err, size_t errlen);
+/* agenttest's own files (own_copy.c): the fixed destinations above are a
+ * private read-only copy in a tmpfs at /agenttest, never a bind mount, so
+ * the box's mountinfo names no server directory. sbx_own_dst: is dst one
+ * of them; sbx_own_mount: the tmpfs at root/agenttest; sbx_own_copy: copy
+ * the file or tree src to root+at; sbx_own_seal: remount it read-only. */
+bool sbx_own_dst(const char *dst);
+bool sbx_own_mount(const char *root, char *err, size_t errlen);
+bool sbx_own_copy(const char *root, const char *src, const char *at, char *err, size_t errlen);
+bool sbx_own_seal(const char *root, char *err, size_t errlen);
 /* Mount a fresh proc (hidepid=invisible) on /proc; needs a new PID and
  * mount namespace. */
 bool sbx_mount_proc(char *err, size_t errlen);

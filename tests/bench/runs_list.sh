@@ -66,8 +66,10 @@ measure() {  # measure LABEL URL [AUTH]: prints requests/s
 
 explain() {  # explain INDEX FILTER CURSOR: the plan of the runs part of h_runs_list's query
   sql "EXPLAIN SELECT STRAIGHT_JOIN r.id FROM runs r FORCE INDEX ($1)
-       JOIN strategy_versions v ON v.id = r.strategy_version_id JOIN strategies s ON s.id = v.strategy_id
-       JOIN users u ON u.id = r.owner_id LEFT JOIN run_metrics m ON m.run_id = r.id
+       JOIN strategy_versions v FORCE INDEX (PRIMARY) ON v.id = r.strategy_version_id
+       JOIN strategies s FORCE INDEX (PRIMARY) ON s.id = v.strategy_id
+       JOIN users u FORCE INDEX (PRIMARY) ON u.id = r.owner_id
+       LEFT JOIN run_metrics m FORCE INDEX (PRIMARY) ON m.run_id = r.id
        WHERE r.seq < $3 $2 ORDER BY r.seq DESC LIMIT 21" |
     awk -F'\t' 'NR == 1 {printf "type %s, key %s, rows %s, extra %s", $4, $6, $9, $10}'
 }

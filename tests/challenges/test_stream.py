@@ -520,3 +520,54 @@ def test_the_host_cannot_make_the_runner_oversleep_its_deadline(ds2, tmp_path):
     took = time.monotonic() - t0
     assert rc == 1 and err["code"] == "timeout", err
     assert took < 25, took   # wall limit 4 s (twice the CPU limit), plus start-up on a loaded machine
+
+
+# The market in the shared memory is read-only for good inside the box
+# (issue 11 item 14): no new writable mapping of the memfd, no mprotect of
+# a read-only one (the strategy's own or the host's), no write(2) to it.
+MARKET_WRITE = '''
+import ctypes, os
+import numpy as np
+from agenttest import Featurizer, Predictor
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+FAILED = {None, ctypes.c_void_p(-1).value}
+got, host_maps = [], 0
+if libc.mmap(None, 4096, 3, 1, 4, 0) not in FAILED:
+    got.append("a writable shared mapping")
+r = libc.mmap(None, 4096, 1, 1, 4, 0)
+if r in FAILED:
+    raise RuntimeError("cannot even map the market read-only")
+if libc.mprotect(r, 4096, 3) == 0:
+    got.append("mprotect of a new read-only mapping")
+for ln in open("/proc/self/maps"):
+    f = ln.split()
+    if "agenttest-stream" in ln and f[1] == "r--s" and int(f[2], 16) == 0:
+        lo, hi = (int(x, 16) for x in f[0].split("-"))
+        if lo != r:
+            host_maps += 1
+            if libc.mprotect(lo, hi - lo, 3) == 0:
+                got.append("mprotect of the host's market mapping")
+try:
+    os.pwrite(4, b"x", 0)
+    got.append("pwrite")
+except OSError:
+    pass
+if got or host_maps != 1:
+    raise RuntimeError("ESCAPED: market writable by %s (host mappings seen: %d)" % (got, host_maps))
+class TechFeaturizer(Featurizer):
+    warmup = 10
+    def compute(self, view):
+        return float(view.prices("ETH")[-1])
+class TechPredictor(Predictor):
+    def predict(self, f):
+        return np.array([0.5, 0.5])
+'''
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+def test_the_market_memory_cannot_be_made_writable(ds2, tmp_path, trusted):
+    rc, res = evaluate(ds2, "ETH-1H-BINARY", MARKET_WRITE, tmp_path, trusted=trusted)
+    assert rc == 0 and "error" not in res, res

@@ -69,6 +69,33 @@ def test_a_raised_memory_error_is_the_strategys_error(alice):
     assert run["resources"]["verdict"] != "memory_limit", run["resources"]
 
 
+# Issue 11 item 4, the other forgery: code that finds the host's channel
+# through gc and sends an ERROR frame with code `internal` (or
+# `memory_limit`) was retried three times as the platform's failure and
+# ended `internal` with the attacker's message. The host's word is the
+# user's error: failed at once, strategy_error, one attempt.
+FORGED_ERROR = (
+    "import gc, os\n"
+    "def simulate(prices, params):\n"
+    "    chans = [o for o in gc.get_objects() if type(o).__name__ == 'Channel' and hasattr(o, 'send')]\n"
+    "    if not chans:\n"
+    "        raise RuntimeError('no channel found')\n"
+    "    chans[0].send(0x8f, {'code': %r, 'type': 'PlatformError',\n"
+    "                         'message': 'the platform failed', 'traceback': []})\n"
+    "    os._exit(0)\n"
+)
+
+
+@pytest.mark.parametrize("code", ["internal", "memory_limit", "timeout"])
+def test_a_forged_error_frame_is_the_strategys_error(alice, code):
+    run = alice.run(submit(alice, FORGED_ERROR % code, "forged-" + code), dataset_version="v1", audit=False)
+    run = alice.wait_run(run["run_id"], timeout=120)
+    assert run["status"] == "failed", run
+    assert run["error"]["code"] == "strategy_error", run["error"]
+    assert run["attempts"] == 1, run
+    assert run["resources"]["verdict"] not in ("memory_limit", "timeout"), run["resources"]
+
+
 def test_growing_beyond_the_limit_fails_with_memory_limit(alice):
     # killed by the memory cgroup's OOM killer. The host's pipes close at
     # once, the backtest cancels the sandbox on EOF, and that cancellation
@@ -101,3 +128,28 @@ def test_spinning_strategy_times_out_under_the_configured_cpu_limit(short_cpu):
     # the CPU limit ended it, or, on a machine so loaded that the box got under a quarter of a core, the
     # wall limit (6 s) first: both are the limits configured, both answer timeout
     assert 1.5 <= res["cpu_seconds"] < 5 or res["wall_seconds"] >= 5.9, res
+
+
+# Issue 11 item 5 for runs: a failed run returned up to 64 KiB of the
+# strategy's own text (exception message, traceback, stderr), enough to
+# carry a holdout out; what a user reads back is a few KiB at most.
+LEAKING_RUN = (
+    "import sys\n"
+    "def deep(n):\n"
+    "    if n == 0:\n"
+    "        raise ValueError('x' * 60000)\n"
+    "    return deep(n - 1)\n"
+    "def simulate(prices, params):\n"
+    "    sys.stderr.write('y' * 16000 + '\\n')\n"
+    "    print('z' * 16000)\n"
+    "    return deep(60)\n"
+)
+
+
+def test_a_failed_run_returns_a_few_kib_of_the_strategys_text(alice):
+    run = alice.run(submit(alice, LEAKING_RUN, "leaky"), dataset_version="v1", audit=False)
+    run = alice.wait_run(run["run_id"], timeout=120)
+    assert run["status"] == "failed" and run["error"]["code"] == "strategy_error", run["error"]
+    assert "ValueError" in run["error"]["message"] and "xxxx" in run["error"]["message"], run["error"]
+    text = alice.get(f"/runs/{run['run_id']}").body
+    assert len(text) <= 8 * 1024, len(text)

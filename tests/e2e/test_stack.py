@@ -243,3 +243,14 @@ def test_renderer_rate_limit_zero_removes_limit_req():
 def test_renderer_requires_every_value():
     r = render(*[v for v in SITE_VALUES if not v.startswith("FCGI_SOCKET=")], "RATE_RPM=0")
     assert r.returncode == 2 and "@FCGI_SOCKET@" in r.stderr
+
+
+def test_nginx_read_timeout_outlasts_the_longest_wait():
+    """A request with wait=60 is answered by the pool after 60 s (202 with
+    the run as it is); with nginx's fastcgi_read_timeout also 60 s the
+    answer raced the timeout and lost under load (504 after 60.1 s,
+    tests/bench/api_stall.sh at load 27). The timeout leaves a margin."""
+    wait = int(re.search(r"#define RUNS_MAX_WAIT_S (\d+)", (REPO / "fcgi/handlers/runs.c").read_text()).group(1))
+    conf = (REPO / "nginx/snippets/fastcgi.conf").read_text()
+    read = int(re.search(r"^fastcgi_read_timeout\s+(\d+)s;", conf, re.M).group(1))
+    assert read >= wait + 15, (read, wait)

@@ -115,6 +115,22 @@ CASES = {
     "proc_other_processes": case(
         "import os\npids = [p for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()]\n"
         + escaped_if("pids", "sees processes ' + repr(pids[:5]) + '"), ["OK"]),
+    # issue 11 item 15: no file the box can read under /proc (mountinfo's
+    # root field above all) names the checkout or installation directory
+    "proc_names_no_server_path": case(
+        "import os\nneedles = [n.encode() for n in {server_paths!r}]\nhits, seen = [], 0\n"
+        "for d, dirs, files in os.walk('/proc', followlinks=False):\n"
+        "    for name in files + dirs:\n"
+        "        p = os.path.join(d, name)\n"
+        "        seen += 1\n"
+        "        try:\n"
+        "            data = os.readlink(p).encode() if os.path.islink(p) else b''\n"
+        "            if not data and name not in ('pagemap', 'mem', 'kcore', 'kmsg') and os.path.isfile(p):\n"
+        "                with open(p, 'rb') as f:\n                    data = f.read(1 << 20)\n"
+        "        except OSError:\n            continue\n"
+        "        hits += [p for n in needles if n in data]\n"
+        "    if seen > 50000:\n        break\n"
+        + escaped_if("hits or seen < 50", "server path in ' + repr(sorted(set(hits))[:8]) + ' (' + str(seen) + ' entries)"), ["OK"]),
     "box_identity": case(
         "import os\n" + escaped_if("os.getuid() < 60000 or os.getgid() < 60000 or os.getgroups()",
                                    "runs as ' + repr((os.getuid(), os.getgid(), os.getgroups())) + '"), ["OK"]),
@@ -411,6 +427,14 @@ class Listener:
             self.hits.append("udp")
 
 
+def server_paths():
+    """Where agenttest's own files live on this machine: the checkout (or
+    installation) holding the strategy host, and the host directory."""
+    host = os.path.realpath(os.environ.get("AGENTTEST_HOST_DIR") or
+                            os.path.join(os.path.dirname(__file__), "..", "..", "sandbox", "host"))
+    return [host, os.path.dirname(os.path.dirname(host))]
+
+
 def sha(path):
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
@@ -536,7 +560,8 @@ def main():
     os.chmod(canary, 0o666)
     before = {p: sha(p) for p in (secret, dbconf, canary)}
     fill = {"port": lis.tcp.getsockname()[1], "uport": lis.udp.getsockname()[1], "usock": lis.usock_path,
-            "secret": secret, "dbconf": dbconf, "canary": canary, "tmpdir": tmpdir}
+            "secret": secret, "dbconf": dbconf, "canary": canary, "tmpdir": tmpdir,
+            "server_paths": server_paths()}
     paths = write_sources(tmpdir, fill)
     env = dict(os.environ)
     env["AGENTTEST_TEST_SECRET"] = "hunter2"

@@ -4,16 +4,27 @@
  * Theory of operation.
  *
  * Memory. One memfd holds, page-aligned:
- *   [0, 4096)        control page: magic; the runner's cache line (seq_r,
+ *   [0, C)           the market, runner-written, read-only for the host:
+ *                    int64 timestamps (T), closes T x A (row-major, assets
+ *                    sorted by name: prices_matrix() is a slice), one T x 5
+ *                    OHLCV block per asset, derivative columns
+ *   [C, C+4096)      control page: magic; the runner's cache line (seq_r,
  *                    cmd, t, runner-sleeping flag); the host's cache line
  *                    (seq_h, status, dim, host-sleeping flag, counters)
- *   [4096, D)        the embedding slot (STREAM_MAX_DIM float32), host-written
- *   [D, size)        the market, runner-written, mapped read-only by the
- *                    host: int64 timestamps (T), closes T x A (row-major,
- *                    assets sorted by name: prices_matrix() is a slice), one
- *                    T x 5 OHLCV block per asset, derivative columns.
+ *   [C+4096, size)   the embedding slot (STREAM_MAX_DIM float32), host-written
  * The columns are preallocated for T bars and zero until written; bars are
  * appended, never rewritten, so the host's numpy views stay valid and O(1).
+ *
+ * Sealing. The memfd cannot shrink or grow. The host maps the control page
+ * and slot read-write first and says so (seq_h = WIRE_SEQ_MAPPED), before
+ * any strategy code exists in it; the runner then adds F_SEAL_FUTURE_WRITE
+ * (and F_SEAL_SEAL) and answers seq_r = WIRE_SEQ_SEALED; only then does the
+ * host map the market and load the strategy. From there on no process can
+ * write the memfd or map it writable (mmap, mprotect, write, fallocate all
+ * fail), only the runner's and the host's existing mappings stay writable,
+ * and the host's ends at the file's end, so growing it with mremap reaches
+ * nothing (the file cannot grow). The market is read-only for good in the
+ * box, whatever its code does.
  *
  * Lockstep. For t = warmup .. bars-1: write bar t (bars 0..warmup-1 before
  * the first step), store t, publish seq_r = k (release), wait until
@@ -76,6 +87,7 @@
 #define SPIN_MIN_NS     2000.0
 #define NAP_LEAD_NS     30000.0   /* a slow strategy's nap ends this early */
 #define NAP_MAX_NS      20000000.0 /* longest nap: then the sleep loop's checks (host gone, deadline) */
+#define CTL_BYTES       (SLOT_OFF + ((STREAM_MAX_DIM * sizeof(float) + PAGE - 1) & ~(size_t)(PAGE - 1)))
 
 /* The control page, as the host indexes it (stream.py: u32 word / i64 index). */
 struct ctl {
@@ -106,7 +118,7 @@ _Static_assert(CTL_W(seq_r, WIRE_CTL_SEQ_R) && CTL_W(cmd, WIRE_CTL_CMD) && CTL_Q
 struct shm {
 	int      fd;
 	uint8_t *base;
-	size_t   size, data_off;
+	size_t   size, ctl_off;
 	size_t   T, A;
 	size_t  *order;          /* sorted position -> market column */
 	int64_t *ts;
@@ -162,8 +174,10 @@ static int cmp_names(const void *a, const void *b, void *ctx)
 /* Offset bookkeeping: add `bytes` at *off (64-byte aligned); false on overflow. */
 static bool take(size_t *off, size_t bytes, size_t *at)
 {
+	if (*off > SIZE_MAX - 64)
+		return false;
 	size_t o = round_up(*off, 64);
-	if (!o || bytes > SIZE_MAX - o)
+	if (bytes > SIZE_MAX - o)
 		return false;
 	*at = o;
 	*off = o + bytes;
@@ -182,8 +196,7 @@ static bool shm_create(struct shm *s, const struct ch_market *m, size_t T, json_
 		s->order[j] = j;
 	struct ch_market mc = *m;  /* qsort_r's context is not const */
 	qsort_r(s->order, A, sizeof *s->order, cmp_names, &mc);
-	s->data_off = SLOT_OFF + round_up(STREAM_MAX_DIM * sizeof(float), PAGE);
-	off = s->data_off;
+	off = 0;
 	size_t ts_at = 0, cl_at = 0, *oh_at = xcalloc(A ? A : 1, sizeof *oh_at);
 	bool ok = T <= STREAM_MAX_BARS && A <= 1024 && take(&off, T * 8, &ts_at) && take(&off, T * A * 8, &cl_at);
 	for (size_t j = 0; ok && j < A; j++)
@@ -210,14 +223,15 @@ static bool shm_create(struct shm *s, const struct ch_market *m, size_t T, json_
 			json_object_object_add(fo, m->field_names[f], json_object_new_int64((int64_t)at));
 		}
 	}
-	s->size = ok ? round_up(off, PAGE) : 0;
+	s->ctl_off = ok && off <= SIZE_MAX - PAGE ? round_up(off ? off : 1, PAGE) : 0;
+	s->size = s->ctl_off && s->ctl_off <= SIZE_MAX - CTL_BYTES ? s->ctl_off + CTL_BYTES : 0;
 	if (!ok || !s->size) {
 		snprintf(err, errlen, "market too large to stream (%zu bars x %zu assets)", T, A);
 		goto fail;
 	}
 	s->fd = memfd_create("agenttest-stream", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (s->fd < 0 || ftruncate(s->fd, (off_t)s->size) < 0 ||
-	    fcntl(s->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+	    fcntl(s->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0) {
 		snprintf(err, errlen, "shared memory (%zu bytes): %s", s->size, strerror(errno));
 		goto fail;
 	}
@@ -227,9 +241,9 @@ static bool shm_create(struct shm *s, const struct ch_market *m, size_t T, json_
 		snprintf(err, errlen, "mmap of %zu bytes: %s", s->size, strerror(errno));
 		goto fail;
 	}
-	s->ctl = (struct ctl *)(void *)s->base;
+	s->ctl = (struct ctl *)(void *)(s->base + s->ctl_off);
 	memcpy(s->ctl->magic, WIRE_STREAM_MAGIC, sizeof s->ctl->magic);
-	s->slot = (float *)(void *)(s->base + SLOT_OFF);
+	s->slot = (float *)(void *)(s->base + s->ctl_off + SLOT_OFF);
 	s->ts = (int64_t *)(void *)(s->base + ts_at);
 	s->closes = (double *)(void *)(s->base + cl_at);
 	s->ohlcv = xcalloc(A ? A : 1, sizeof *s->ohlcv);
@@ -243,7 +257,7 @@ static bool shm_create(struct shm *s, const struct ch_market *m, size_t T, json_
 		s->cg[k] = (double *)(void *)(s->base + cg_at[k]);
 	json_object_object_add(lay, "fd", json_object_new_int(4));
 	json_object_object_add(lay, "size", json_object_new_int64((int64_t)s->size));
-	json_object_object_add(lay, "data_offset", json_object_new_int64((int64_t)s->data_off));
+	json_object_object_add(lay, "ctl_offset", json_object_new_int64((int64_t)s->ctl_off));
 	json_object_object_add(lay, "max_dim", json_object_new_int(STREAM_MAX_DIM));
 	json_object_object_add(lay, "T", json_object_new_int64((int64_t)T));
 	json_object_object_add(lay, "assets", jassets);
@@ -515,7 +529,24 @@ static void post(struct shm *s, uint32_t seq, uint32_t cmd, int64_t t)
 		futex(&ctl->seq_r, FUTEX_WAKE, 1, NULL);
 }
 
-/* Start the host, send STREAM, read STREAMING. 0 or -1. */
+/* The sealing hand-shake (see "Sealing" above): wait until the host has
+ * mapped the control page, seal the memfd against every later write,
+ * answer. 0 or -1 (recorded). */
+static int s_seal(struct sctx *c)
+{
+	double ewma = 0;
+	uint64_t last_ns = 0;
+	if (wait_host(c, WIRE_SEQ_MAPPED, &ewma, &last_ns, 0) < 0)
+		return -1;
+	if (fcntl(c->shm.fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0) {
+		sfail(c, EV_INTERNAL, "cannot seal the shared market read-only: %s", strerror(errno));
+		return -1;
+	}
+	post(&c->shm, WIRE_SEQ_SEALED, CMD_STEP, -1);
+	return 0;
+}
+
+/* Start the host, send STREAM, seal the market, read STREAMING. 0 or -1. */
 static int s_start(struct sctx *c, json_object *lay)
 {
 	const struct stream_request *rq = c->rq;
@@ -547,7 +578,7 @@ static int s_start(struct sctx *c, json_object *lay)
 		c->proto_fail = st;
 		return -1;
 	}
-	if (recv_frame(c, PROTO_STREAMING) < 0)
+	if (s_seal(c) < 0 || recv_frame(c, PROTO_STREAMING) < 0)
 		return -1;
 	json_object *m = meta_obj(c);
 	int64_t w = meta_int(m, "warmup"), ci = meta_int(m, "compute_interval");

@@ -1,13 +1,16 @@
 """Lockstep streaming of a signal strategy (Featurizer/Predictor) against the
 runner, over shared memory (the STREAM request of docs/protocol.md).
 
-Theory of operation. The runner creates a memfd, lays out a control page,
-an embedding slot and preallocated, append-only data columns (timestamps, a
-T x A close matrix, a T x 5 OHLCV block per asset, derivative columns), and
-passes the fd into the sandbox (fd 3). The STREAM frame carries the layout
-(meta) and the strategy source (body). We map the control page and the slot
-read-write and the data read-only, load the code, answer STREAMING
-{warmup, compute_interval}, then loop:
+Theory of operation. The runner creates a memfd, lays out preallocated,
+append-only data columns (timestamps, a T x A close matrix, a T x 5 OHLCV
+block per asset, derivative columns), then a control page and an embedding
+slot at its end, and passes the fd into the sandbox (fd 4). The STREAM
+frame carries the layout (meta) and the strategy source (body). We map the
+control page and the slot read-write and say so (seq_h = SEQ_MAPPED); the
+runner seals the memfd against every later write or writable mapping and
+answers seq_r = SEQ_SEALED; only then do we map the data (read-only for
+good: no mprotect or new mapping can make it writable), load the code,
+answer STREAMING {warmup, compute_interval}, then loop:
 
     wait until seq_r == k           (the runner wrote bars 0..t, then t, then seq_r)
     compute(view at t) when due, predict(features) every step
@@ -46,6 +49,7 @@ W_SEQ_R, W_CMD, Q_T, W_RSLEEP = _W["CTL_SEQ_R"], _W["CTL_CMD"], _W["CTL_T"], _W[
 W_SEQ_H, W_STATUS, W_DIM = _W["CTL_SEQ_H"], _W["CTL_STATUS"], _W["CTL_DIM"]
 Q_STRAT_NS, Q_COMPUTES = _W["CTL_STRATEGY_NS"], _W["CTL_COMPUTES"]
 CMD_STEP, CMD_DONE = _W["CMD_STEP"], _W["CMD_DONE"]
+SEQ_MAPPED, SEQ_SEALED = _W["SEQ_MAPPED"], _W["SEQ_SEALED"]
 SLOT_OFFSET = _W["STREAM_SLOT_OFF"]
 MAGIC = _W["STREAM_MAGIC"].encode("ascii")
 
@@ -85,7 +89,7 @@ def _load_classes(source):
     return fcls(), pcls()
 
 
-def _buffers(mm_data, meta, data_off, fd):
+def _buffers(mm_data, meta, fd):
     from agenttest.view import MarketBuffers
     T = int(meta["T"])
     assets = list(meta["assets"])
@@ -93,7 +97,7 @@ def _buffers(mm_data, meta, data_off, fd):
 
     def arr(off, dtype, shape):
         return np.frombuffer(mm_data, dtype=dtype, count=int(np.prod(shape)),
-                             offset=int(off) - data_off).reshape(shape)
+                             offset=int(off)).reshape(shape)
 
     closes = arr(meta["closes"], "<f8", (T, A))
     ohlcv = {a: arr(meta["ohlcv"][a], "<f8", (T, 5)) for a in assets}
@@ -120,16 +124,19 @@ def _run(chan, meta, body):
     t0 = time.perf_counter()
     try:
         fd = int(meta["fd"])
-        size, data_off, max_dim = int(meta["size"]), int(meta["data_offset"]), int(meta["max_dim"])
-        mm = mmap.mmap(fd, data_off, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
-        mm_data = mmap.mmap(fd, size - data_off, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ,
-                            offset=data_off)
+        size, ctl_off, max_dim = int(meta["size"]), int(meta["ctl_offset"]), int(meta["max_dim"])
+        mm = mmap.mmap(fd, size - ctl_off, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE,
+                       offset=ctl_off)
         if mm[:8] != MAGIC:
             raise frames.ProtocolError("bad shared memory")
         u32 = memoryview(mm).cast("I")
         q = memoryview(mm).cast("q")
         slot = np.frombuffer(mm, dtype=np.float32, count=max_dim, offset=SLOT_OFFSET)
-        bufs = _buffers(mm_data, meta, data_off, fd)
+        fx = _Futex(mm)
+        _publish(u32, SEQ_MAPPED, fx)
+        _poll(u32, SEQ_SEALED)
+        mm_data = mmap.mmap(fd, ctl_off, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
+        bufs = _buffers(mm_data, meta, fd)
     except (OSError, ValueError, KeyError, TypeError, ImportError, frames.ProtocolError) as exc:
         chan.send(frames.ERROR, {"code": "internal", "type": type(exc).__name__,
                                  "message": "STREAM setup failed: %s" % exc, "traceback": [],
@@ -147,8 +154,18 @@ def _run(chan, meta, body):
         return
     chan.send(STREAMING, {"warmup": warmup, "compute_interval": ci,
                           "load_s": time.perf_counter() - t0})
-    fx = _Futex(mm)
     _loop(chan, u32, q, slot, max_dim, bufs, feat, pred, ci, fx, float(meta.get("spin_us", 50)) * 1e-6)
+
+
+def _publish(u32, seq, fx):
+    """Publish seq_h = seq and wake the runner if it sleeps on it (a lock
+    round trip is the full barrier between the store and the flag's load)."""
+    u32[W_SEQ_H] = seq
+    fence = threading.Lock()
+    fence.acquire()
+    fence.release()
+    if u32[W_RSLEEP] and fx.ok:
+        fx.wake(W_SEQ_H)
 
 
 def _poll(u32, seq):

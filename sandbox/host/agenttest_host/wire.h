@@ -56,5 +56,7 @@
 #define WIRE_CTL_COMPUTES    19          /* featurizer compute calls */
 #define WIRE_CMD_STEP        0
 #define WIRE_CMD_DONE        1
+#define WIRE_SEQ_MAPPED      0xFFFFFFFF  /* seq_h: the host mapped the control page (then the runner seals) */
+#define WIRE_SEQ_SEALED      0xFFFFFFFE  /* seq_r: the memfd is sealed against writes: map the market */
 
 #endif
