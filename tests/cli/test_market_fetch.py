@@ -104,6 +104,42 @@ def test_persistent_failure_fails_loudly(standin_factory, tmp_path, status, code
     assert not vd.exists() or [e for e in os.listdir(vd) if not e.startswith(".")] == []
 
 
+def _arrivals(standin):
+    """Arrival times (s) of the stand-in's klines requests, in order."""
+    return [p[2] for p in standin.stats()["pages"]]
+
+
+@pytest.mark.parametrize("status", ["429", "418"])
+def test_rate_limit_waits_retry_after_and_gives_up_after_five_in_a_row(standin_factory, tmp_path, status):
+    """A 429 or 418 with Retry-After: 1 is retried after at least that second,
+    not after --rate-wait-ms (here 60 s: the fetch would outlive its deadline);
+    five in a row (the original's count, spec/mantis.md §4.1) give up with
+    rate_limited naming the asset and the range."""
+    s = standin_factory("--forever", status)
+    t0 = time.time()
+    r = fetch(s, tmp_path, "--days-back", "1", "--assets", "BTC", "--rate-wait-ms", "60000", check=False, timeout=100)
+    assert time.time() - t0 < 60, "Retry-After was not used"
+    assert r.returncode == 1 and r.stdout == "", r.stdout
+    err = json.loads(r.stderr)
+    assert err["code"] == "rate_limited" and err["detail"].startswith("BTC: ") and "giving up" in err["detail"], err
+    st = s.stats()
+    assert st["statuses"] == {status: 5}, st
+    gaps = [b - a for a, b in zip(_arrivals(s), _arrivals(s)[1:])]
+    assert len(gaps) == 4 and all(g >= 0.95 for g in gaps), gaps
+
+
+def test_server_errors_back_off_doubling_then_fail(standin_factory, tmp_path):
+    """A 5xx is retried with exponential backoff (--backoff-ms 200: at least
+    200, 400, 800, 1600 ms between tries), 5 retries, then fetch_failed."""
+    s = standin_factory("--forever", "503")
+    r = fetch(s, tmp_path, "--days-back", "1", "--assets", "BTC", "--backoff-ms", "200", check=False)
+    assert r.returncode == 1 and json.loads(r.stderr)["code"] == "fetch_failed", r.stderr
+    t = _arrivals(s)
+    assert len(t) == 6, t   # the request and its 5 retries
+    gaps = [b - a for a, b in zip(t, t[1:])]
+    assert all(g >= 0.2 * 2 ** i * 0.95 for i, g in enumerate(gaps)), gaps
+
+
 def test_empty_pages_after_a_full_one_fail_loudly(standin_factory, tmp_path):
     """A full page of 1000, then only empty pages (every retry): the server
     had more, so the fetch fails naming the asset and range instead of
@@ -410,6 +446,34 @@ def test_fetch_and_refresh_with_the_coinglass_layer(standin_factory, tmp_path):
             for name in files:
                 with open(os.path.join(root, name), "rb") as fh:
                     assert CG_KEY.encode() not in fh.read(), name
+    finally:
+        cg.kill()
+        cg.wait()
+
+
+def test_coinglass_rate_limit_gives_up_on_the_third_429_in_a_row(standin_factory, tmp_path):
+    """A CoinGlass that keeps answering 429 (Retry-After: 1): the fetch waits
+    and tries again, and the 3rd 429 in a row (the original's 3 attempts)
+    fails it with rate_limited naming the asset, the field and the range;
+    no version is stored."""
+    s = standin_factory()
+    cg = subprocess.Popen([sys.executable, CG_STANDIN, "--key", CG_KEY, "--forever", "429"],
+                          stdout=subprocess.PIPE, text=True)
+    try:
+        cgurl = "http://127.0.0.1:%d" % int(cg.stdout.readline())
+        old = dict(os.environ)
+        os.environ.update(COINGLASS_API_URL=cgurl, COINGLASS_API_KEY=CG_KEY)
+        try:
+            r = fetch(s, tmp_path, "--days-back", "1", "--assets", "BTC", "--coinglass", "--no-pace", check=False)
+        finally:
+            os.environ.clear()
+            os.environ.update(old)
+        assert r.returncode == 1 and r.stdout == "", r.stdout
+        err = json.loads(r.stderr)
+        assert err["code"] == "rate_limited", err
+        assert "CoinGlass BTC oi_1h: rate limited 3 times in a row fetching " in err["detail"], err
+        assert _cg_stats(cgurl)["requests"] == 3
+        assert not (tmp_path / "binance-1m-1d").exists()
     finally:
         cg.kill()
         cg.wait()
