@@ -175,6 +175,34 @@ def test_gap_recorded_not_filled_and_no_open_candle(standin_factory, tmp_path):
     assert out["last_timestamp_ms"] + 60000 <= done
 
 
+def test_quality_report_per_asset_with_a_refused_duplicate(standin_factory, tmp_path):
+    """The quality report of a version, per asset: rows, expected rows,
+    coverage, gaps (start, length), duplicates refused, first/last
+    timestamp; in the output and in <hash>.quality.json beside the version.
+    BTC's second page repeats the candle before it (the stand-in's `dup`):
+    the repeat is refused and counted, and BTC stays complete."""
+    s = standin_factory("--gap-symbol", "ETHUSDT", "--faults", "dup", "--fault-after", "1")
+    out = fetch(s, tmp_path, "--days-back", "2", "--assets", "BTC,ETH", "--parallel", "1", "--no-pace")
+    assert s.stats()["faults_served"] == ["dup"]
+    q = out["quality"]
+    keys = {"rows", "expected", "coverage", "n_gaps", "gaps", "duplicates_refused", "out_of_order_refused",
+            "open_candles_dropped", "first_timestamp_ms", "last_timestamp_ms"}
+    assert set(q) == {"BTC", "ETH"} and all(set(q[a]) == keys for a in q), q
+    btc, eth = q["BTC"], q["ETH"]
+    assert btc["duplicates_refused"] == 1 and eth["duplicates_refused"] == 0, q
+    assert btc["rows"] == btc["expected"] == out["bars"] and btc["coverage"] == 1.0 and btc["gaps"] == [], btc
+    assert eth["expected"] == out["bars"] and eth["rows"] == out["bars"] - sum(n for _, n in eth["gaps"])
+    assert eth["coverage"] == eth["rows"] / eth["expected"] < 1, eth
+    assert eth["n_gaps"] == len(eth["gaps"]) >= 2 and all(n == 10 for _, n in eth["gaps"]), eth
+    for a in q:
+        assert q[a]["first_timestamp_ms"] == out["first_timestamp_ms"], q[a]
+        assert q[a]["last_timestamp_ms"] == out["last_timestamp_ms"], q[a]
+    ts = np.fromfile(os.path.join(out["path"], "ts.i64"), dtype="<i8")
+    assert len(np.unique(ts)) == len(ts) == out["bars"]
+    stored = json.load(open(os.path.join(str(tmp_path), "versions", out["dataset_hash"] + ".quality.json")))
+    assert stored == q
+
+
 def test_refresh_adds_only_new_candles(standin_factory, tmp_path):
     s = standin_factory("--lag-minutes", "30")
     # "nothing new" holds only while the stand-in's clock stays in one

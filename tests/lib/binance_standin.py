@@ -11,7 +11,8 @@ open time), so two fetches of the same range give the same bytes.
 Faults (for the fetcher's tests), given as --faults a,b,c: each one is
 applied once, to the klines requests that come after --fault-after
 requests, one every --fault-every requests, in order: 429 (with Retry-After: 1), 418 (Retry-After: 1), 500,
-502, slow (answers after --slow-s seconds), empty ([]), nonlist
+502, slow (answers after --slow-s seconds), dup (the page starts one candle
+before startTime: it repeats the last candle of the page before), empty ([]), nonlist
 ({"code":-1003,...} with status 200), badjson. --forever STATUS answers
 every klines request with that status (429 comes with Retry-After: 1).
 --gap-symbol SYM: SYM has no candle in minutes 500..509 of every 1000.
@@ -178,6 +179,8 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(st.args.slow_s)
         sym = q.get("symbol", "")
         ival = INTERVALS.get(q.get("interval", ""))
+        if fault == "dup" and ival is not None and "startTime" in q:
+            q["startTime"] = str(int(q["startTime"]) - ival)   # the page repeats the candle before it
         if not sym.endswith("USDT") or ival is None:
             return self.reply(400, '{"code":-1121,"msg":"Invalid symbol."}')
         limit = min(int(q.get("limit", 500)), 1000)
