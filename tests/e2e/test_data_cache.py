@@ -245,6 +245,7 @@ def test_prefetch_progress_is_visible_mid_fetch_and_increases(prefetch_stack):
         assert one["running"] is True and one["total_steps"] == 3, one
         assert one["progress"] == one["assets_done"] == 1, one
         assert 1440 <= one["rows_fetched"] <= 2 * 1440 + 4, one   # BTC's two days, nothing of ETH or SOL
+        assert one["step"] == "fetching 1m candles: 1/3 assets, %d candles" % one["rows_fetched"], one
         time.sleep(1.0)   # held: nothing moves
         still = admin.get("/api/data-cache/status?days_back=240").json()
         assert (still["progress"], still["rows_fetched"], still["running"]) == (1, one["rows_fetched"], True), still
@@ -256,7 +257,7 @@ def test_prefetch_progress_is_visible_mid_fetch_and_increases(prefetch_stack):
         _standin_post(base, "/admin/release")
     done = _wait_prefetch(admin, 240)
     assert done["status"] == "completed", done
-    assert done["progress"] == done["total_steps"] == 3
+    assert done["progress"] == done["total_steps"] == 3 and done["step"] == "done", done
     assert done["rows_fetched"] >= two["rows_fetched"] + 1440, (two, done)
 
 
@@ -662,5 +663,52 @@ def test_prefetch_body_coinglass_key_is_used_for_that_prefetch_sealed_then_erase
             assert key.encode() not in f.read_bytes(), f
     finally:
         for p in (bsi, csi):
+            p.kill()
+            p.wait()
+
+
+def test_prefetch_job_pings_the_endpoint_list_and_falls_back(stack_factory):
+    """No BINANCE_API_URL, BINANCE_API_URLS = a refused port, a stand-in whose
+    ping answers 503, a working stand-in: the runner's prefetch job pings
+    them in order and fetches everything from the third. With the working
+    one gone too, the next prefetch fails loudly (fetch_failed, each
+    endpoint named with why) and stores nothing."""
+    import socket
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        down = "http://127.0.0.1:%d" % so.getsockname()[1]
+    sick, sick_url = _standin("--ping-status", "503", "--history-days", "1")
+    good, good_url = _standin("--history-days", "1")
+    data = Path(tempfile.mkdtemp(prefix="agenttest-e2e-ping-"))
+    try:
+        stack = stack_factory("prefetch-ping", MANTIS_DATA_DIR=str(data),
+                              BINANCE_API_URLS=",".join([down, sick_url + "/", good_url]))
+        admin = Api(stack, stack.create_token(role="admin"))
+        r = admin.post("/api/data-cache/prefetch", {"days_back": 60, "assets": ["BTC"]})
+        assert r.status == 202, r
+        done = _wait_prefetch(admin, 60)
+        assert done["status"] == "completed", done
+        assert 1440 - 2 <= done["rows_fetched"] <= 1440 + 2, done
+        stats = lambda u: json.loads(subprocess.run(["curl", "-s", u + "/admin/stats"], capture_output=True,
+                                                    text=True).stdout)
+        s, g = stats(sick_url), stats(good_url)
+        assert s["ping"] == 1 and s["klines"] == 0, s
+        assert g["ping"] == 1 and g["klines"] >= 2, g
+
+        good.kill()
+        good.wait()
+        before = set(os.listdir(data / "versions"))
+        r = admin.post("/api/data-cache/prefetch", {"days_back": 90, "assets": ["BTC"]})
+        assert r.status == 202, r
+        failed = _wait_prefetch(admin, 90)
+        assert failed["status"] == "failed" and failed["error_code"] == "fetch_failed", failed
+        assert "no Binance endpoint answered" in failed["error"], failed
+        for url, why in ((down, " ("), (sick_url, " (HTTP 503)"), (good_url, " (")):
+            assert url + why in failed["error"], (url, failed["error"])
+        assert stats(sick_url)["klines"] == 0
+        assert set(os.listdir(data / "versions")) == before
+        assert admin.get("/api/data-cache").json()["90"] == {"cached": False}
+    finally:
+        for p in (sick, good):
             p.kill()
             p.wait()
