@@ -712,3 +712,47 @@ def test_prefetch_job_pings_the_endpoint_list_and_falls_back(stack_factory):
         for p in (sick, good):
             p.kill()
             p.wait()
+
+
+def test_agent_pins_a_fetched_version_through_retention(stack_factory, tmp_path):
+    """An agent created on a fetched version (POST /api/agents
+    {dataset_version}) pins it: with MANTIS_DATA_KEEP_VERSIONS=1 the
+    registering refreshes that follow retire every older unpinned version of
+    the window, never the agent's (its row and its files stay)."""
+    import secrets
+    stack = stack_factory("datacache-agents", AGENTTEST_RUNNER_SLOTS=0)  # the agent stays queued
+    window = "agpin-" + secrets.token_hex(4)
+    data = tmp_path / "data"
+    si, base = _standin("--lag-minutes", "90")
+    try:
+        env = dict(stack.cli_env(), BINANCE_API_URL=base, MANTIS_DATA_KEEP_VERSIONS="1")
+
+        def fetch(*extra):
+            f = subprocess.run([str(BIN / "agenttest"), "data", "fetch", "--data-dir", str(data), "--window", window,
+                                "--no-pace", *extra], env=env, capture_output=True, text=True, timeout=300)
+            assert f.returncode == 0, f.stderr
+            out = json.loads(f.stdout)
+            assert out["registered"] is True, out
+            return out
+
+        pinned = fetch("--days-back", "2", "--assets", "BTC,ETH")
+        user = Api(stack, stack.create_token(role="user"))
+        r = user.post("/api/agents", {"challenge": "ETH-1H-BINARY", "goal": "pin test", "min_iterations": 1,
+                                      "max_iterations": 1, "dataset_version": pinned["version"]})
+        assert r.status == 201, r
+        agent = user.get("/api/agents/" + r.json()["id"]).json()
+        assert agent["config"]["dataset_version"] == pinned["version"], agent["config"]
+        _standin_post(base, "/admin/lag?minutes=60")
+        second = fetch("--refresh")
+        assert second["retired"] == 0, second   # the only older version is the agent's
+        _standin_post(base, "/admin/lag?minutes=30")
+        third = fetch("--refresh")
+        assert third["retired"] == 1, third     # the second goes, the agent's stays
+        registered = _sql(stack, "SELECT version FROM datasets WHERE version LIKE '%s-%%' ORDER BY id" % window)
+        assert registered.split() == [pinned["version"], third["version"]], registered
+        assert (data / "versions" / pinned["dataset_hash"]).is_dir()
+        assert not (data / "versions" / second["dataset_hash"]).exists()
+        assert os.readlink(data / window) == "versions/" + third["dataset_hash"]
+    finally:
+        si.kill()
+        si.wait()
