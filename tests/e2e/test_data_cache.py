@@ -48,6 +48,7 @@ def test_data_cache_reports_fetched_windows(stack_factory):
     assert w["assets"] == 2 and w["expected_assets"] == 29
     assert w["dataset_hash"] == fetched["dataset_hash"] and w["version"] == fetched["version"]
     assert w["has_coinglass"] is False and w["complete"] is False  # 2 of 29 assets
+    assert w["coinglass_assets"] == 0 and w["coinglass_key_set"] is False
     assert 0 <= w["age_hours"] < 1
     btc, eth = w["per_asset"]["BTC"], w["per_asset"]["ETH"]
     assert btc["rows"] == btc["expected"] == fetched["bars"] and btc["pct"] == 100.0
