@@ -507,6 +507,25 @@ def test_coinglass_rate_limit_gives_up_on_the_third_429_in_a_row(standin_factory
         cg.wait()
 
 
+def test_unreachable_database_is_an_error_and_keeps_the_stored_version(standin_factory, tmp_path):
+    """DATABASE_URL configured but unreachable: the registration fails loudly
+    (unavailable, exit 3, naming the stored version and its path), and the
+    version stays stored under the data directory with its label."""
+    s = standin_factory()
+    env = dict(os.environ, BINANCE_API_URL=s.url, AGENTTEST_CONFIG="/dev/null",
+               DATABASE_URL="mariadb://nobody@localhost/x?socket=/nonexistent")
+    env.pop("MANTIS_DATA_DIR", None)
+    r = subprocess.run([BIN, "data", "fetch", "--data-dir", str(tmp_path), "--days-back", "1", "--assets", "BTC",
+                        "--no-pace"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 3 and r.stdout == "", (r.returncode, r.stdout)
+    err = json.loads(r.stderr)
+    assert err["code"] == "unavailable" and "but not registered" in err["error"], err
+    target = os.readlink(tmp_path / "binance-1m-1d")
+    assert target.startswith("versions/") and target[len("versions/"):] in err["error"], (target, err)
+    v = subprocess.run([BIN, "data", "verify", str(tmp_path / "binance-1m-1d")], capture_output=True, text=True)
+    assert v.returncode == 0, v.stdout + v.stderr
+
+
 def _refused_url():
     """http://127.0.0.1:PORT where nothing listens (connection refused)."""
     import socket

@@ -757,3 +757,45 @@ def test_agent_pins_a_fetched_version_through_retention(stack_factory, tmp_path)
     finally:
         si.kill()
         si.wait()
+
+
+def test_cli_fetch_refuses_a_label_registered_with_another_hash(stack, tmp_path):
+    """A CLI fetch whose version label (window + last bar) is already
+    registered with other bytes: conflict, exit 1; the registration and the
+    window's label stay on the first version; the second stays on disk."""
+    import secrets
+    tag = "clidup-" + secrets.token_hex(4)
+    si, base = _standin("--lag-minutes", "90")
+    try:
+        env = dict(stack.cli_env(), BINANCE_API_URL=base)
+
+        def run(data, assets):
+            return subprocess.run([str(BIN / "agenttest"), "data", "fetch", "--data-dir", str(data), "--window",
+                                   window, "--days-back", "1", "--assets", assets, "--no-pace"], env=env,
+                                  capture_output=True, text=True, timeout=300)
+        # both fetches must end on the same last bar: redone (in a window of its own) when a
+        # minute boundary passed between them
+        for attempt in range(3):
+            window = "%s-%d" % (tag, attempt)
+            minute = int(time.time() // 60)
+            a = run(tmp_path / ("a%d" % attempt), "BTC,ETH")
+            b = run(tmp_path / ("b%d" % attempt), "BTC")   # same label, other bytes
+            if int(time.time() // 60) == minute:
+                break
+        else:
+            pytest.fail("every attempt straddled a minute boundary")
+        assert a.returncode == 0, a.stderr
+        first = json.loads(a.stdout)
+        assert first["registered"] is True
+        assert b.returncode == 1 and b.stdout == "", (b.returncode, b.stdout)
+        err = json.loads(b.stderr)
+        assert err["code"] == "conflict" and first["version"] in err["error"], err
+        rows = _sql(stack, "SELECT version, dataset_hash FROM datasets WHERE version LIKE '%s-%%'" % window)
+        assert [r.split("\t") for r in rows.splitlines()] == [[first["version"], first["dataset_hash"]]], rows
+        assert _sql(stack, "SELECT d.dataset_hash FROM dataset_labels l JOIN datasets d ON d.id = l.dataset_id "
+                           "WHERE l.label = '%s'" % window).split() == [first["dataset_hash"]]
+        other = os.readlink(tmp_path / ("b%d" % attempt) / window)
+        assert other != "versions/" + first["dataset_hash"] and (tmp_path / ("b%d" % attempt) / other).is_dir()
+    finally:
+        si.kill()
+        si.wait()
