@@ -128,6 +128,18 @@ def test_rate_limit_waits_retry_after_and_gives_up_after_five_in_a_row(standin_f
     assert len(gaps) == 4 and all(g >= 0.95 for g in gaps), gaps
 
 
+def test_rate_limit_without_retry_after_waits_rate_wait_ms(standin_factory, tmp_path):
+    """A 429 without Retry-After waits --rate-wait-ms (here 2.5 s) before the
+    next try, 5 in a row give up."""
+    s = standin_factory("--forever", "429", "--no-retry-after")
+    r = fetch(s, tmp_path, "--days-back", "1", "--assets", "BTC", "--rate-wait-ms", "2500", check=False)
+    assert r.returncode == 1 and json.loads(r.stderr)["code"] == "rate_limited", r.stderr
+    t = _arrivals(s)
+    assert len(t) == 5, t
+    gaps = [b - a for a, b in zip(t, t[1:])]
+    assert all(g >= 2.4 for g in gaps), gaps
+
+
 def test_server_errors_back_off_doubling_then_fail(standin_factory, tmp_path):
     """A 5xx is retried with exponential backoff (--backoff-ms 200: at least
     200, 400, 800, 1600 ms between tries), 5 retries, then fetch_failed."""

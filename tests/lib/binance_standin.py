@@ -14,7 +14,8 @@ requests, one every --fault-every requests, in order: 429 (with Retry-After: 1),
 502, slow (answers after --slow-s seconds), dup (the page starts one candle
 before startTime: it repeats the last candle of the page before), empty ([]), nonlist
 ({"code":-1003,...} with status 200), badjson. --forever STATUS answers
-every klines request with that status (429 comes with Retry-After: 1).
+every klines request with that status (429 comes with Retry-After: 1;
+--no-retry-after: 429 and 418 come without it).
 --gap-symbol SYM: SYM has no candle in minutes 500..509 of every 1000.
 --history-days D: no candle older than D days (a recent listing; keeps
 fetches of a long window short).
@@ -166,7 +167,8 @@ class Handler(BaseHTTPRequestHandler):
         if hold:
             hold.wait(60)
         if fault in ("429", "418"):
-            return self.reply(int(fault), '{"code":-1003,"msg":"Too many requests"}', [("Retry-After", "1")])
+            ra = [] if st.args.no_retry_after else [("Retry-After", "1")]
+            return self.reply(int(fault), '{"code":-1003,"msg":"Too many requests"}', ra)
         if fault and fault.isdigit():
             return self.reply(int(fault), '{"code":-1000,"msg":"internal"}')
         if fault == "nonlist":
@@ -211,6 +213,7 @@ def main():
     ap.add_argument("--lag-minutes", type=int, default=0)
     ap.add_argument("--history-days", type=float, default=0)
     ap.add_argument("--ping-status", type=int, default=200)
+    ap.add_argument("--no-retry-after", action="store_true")
     args = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
