@@ -146,8 +146,9 @@ enum mk_err mk_refresh(const char *data_dir, const char *window, struct mk_reque
  * (kl_align_causal: a value is visible from the minute its hourly or daily
  * candle has closed; NaN before, and NaN where the API gave no value; a
  * zero stays zero). HTTP 429 waits Retry-After (else rate_wait_ms × the
- * attempt) and is tried again, max_429 attempts in all; 5xx, connection errors, a body that is not
- * the envelope and a code other than "0" are retried with backoff up to
+ * attempt) and is tried again, max_429 attempts in all; 5xx, connection
+ * errors, a body that is not the envelope and a code other than "0" are
+ * retried with backoff up to
  * max_retries; any other status fails at once. Failures name the asset,
  * the field and the time range, never the key.
  */

@@ -153,11 +153,11 @@ def fetch_assets(assets=None, interval="1m", days_back=90, cache_dir=None, coing
     days of `assets` (default the 29 breakout assets) from the dataset
     select_dataset(assets, days_back) picks (a fetched version, else the
     synthetic market; the notice naming it, version and hash, goes to stderr
-    once). Returns (ohlcv, coinglass) as the original: {asset: DataFrame with
-    timestamp (UTC, datetime64 without a zone), open, high, low, close, volume} and {asset: {field:
-    array}} when the version holds CoinGlass fields (else {}), both on the
-    version's one minute grid: a gap is a row of NaN, never filled or
-    dropped. DataProvider(*fetch_assets(...)) is the original's idiom.
+    once). Returns (ohlcv, coinglass) as the original: {asset: DataFrame
+    with timestamp (UTC, datetime64 without a zone), open, high, low, close,
+    volume} and {asset: {field: array}} when the version holds CoinGlass
+    fields (else {}), both on the version's one minute grid: a gap is a row
+    of NaN, never filled or dropped. DataProvider(*fetch_assets(...)) is the original's idiom.
     cache_dir and coinglass_api_key are accepted for the original's
     signature (data comes from `agenttest data fetch` or the prefetch job).
     ValueError for an interval other than 1m or an asset the data lacks."""
