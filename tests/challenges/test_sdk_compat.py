@@ -369,6 +369,90 @@ def test_data_source_reads_the_servers_window_labels_and_pinned_versions(tmp_pat
         S.select_dataset(["ETH"])
 
 
+def _fetched_window(tmp_path):
+    """`agenttest data fetch` of 3 days of ETH and BTC with the CoinGlass
+    fields from the local stand-ins (tests/lib) into tmp_path/market, under
+    the window label binance-1m-60d; returns (data dir, fetch output)."""
+    lib = os.path.join(ROOT, "tests", "lib")
+    key = "cgSDK0123456789abcdefKEY"
+    procs = [subprocess.Popen([sys.executable, os.path.join(lib, "binance_standin.py")], stdout=subprocess.PIPE,
+                              text=True),
+             subprocess.Popen([sys.executable, os.path.join(lib, "coinglass_standin.py"), "--key", key,
+                               "--history-days", "5"], stdout=subprocess.PIPE, text=True)]
+    try:
+        b, c = ("http://127.0.0.1:%d" % int(p.stdout.readline()) for p in procs)
+        data = tmp_path / "market"
+        env = dict(os.environ, BINANCE_API_URL=b, COINGLASS_API_URL=c, COINGLASS_API_KEY=key,
+                   AGENTTEST_CONFIG="/dev/null")
+        env.pop("DATABASE_URL", None)
+        r = subprocess.run([AGENTTEST, "data", "fetch", "--data-dir", str(data), "--window", "binance-1m-60d",
+                            "--days-back", "3", "--assets", "ETH,BTC", "--no-pace", "--coinglass"],
+                           capture_output=True, text=True, env=env, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return data, json.loads(r.stdout)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def test_fetch_assets_and_evaluate_read_the_newest_fetched_version(tmp_path, monkeypatch, capsys):
+    """Without a provider, fetch_assets(...) and evaluate(..., days_back=N)
+    read the newest fetched version of the window covering N under
+    $MANTIS_DATA_DIR and say which (version and hash on stderr); with no
+    fetched data, fetch_assets falls back to the synthetic market, loudly."""
+    from agenttest import datasource as S
+    data, got = _fetched_window(tmp_path)
+    for k in ("DATASET_DIR", "AGENTTEST_DATASET_VERSION", "AGENTTEST_DATASET_HASH"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("MANTIS_DATA_DIR", str(data))
+    monkeypatch.setenv("AGENTTEST_DATASETS_DIR", str(tmp_path / "none"))
+    S._announced.clear()
+    capsys.readouterr()
+    for pkg in ("model_iteration_tool", "mantis_model_iteration_tool"):
+        assert __import__(pkg + ".data", fromlist=["fetch_assets"]).fetch_assets is S.fetch_assets
+    ohlcv, cg = D.fetch_assets(["ETH", "BTC"], days_back=2)
+    err = capsys.readouterr().err
+    assert got["version"] in err and got["dataset_hash"] in err and "SYNTHETIC" not in err, err
+    vdir = got["path"]
+    ts = np.fromfile(os.path.join(vdir, "ts.i64"), dtype="<i8")[-2 * 1440:]
+    assert sorted(ohlcv) == ["BTC", "ETH"] and sorted(cg) == ["BTC", "ETH"]
+    for a in ("ETH", "BTC"):
+        df = ohlcv[a]
+        assert list(df.columns) == ["timestamp", "open", "high", "low", "close", "volume"]
+        assert len(df) == 2 * 1440
+        assert np.array_equal(df["timestamp"].to_numpy().astype("datetime64[ms]").astype(np.int64), ts)
+        for f in ("open", "close", "volume"):
+            stored = np.fromfile(os.path.join(vdir, "%s.%s.f64" % (a, f)), dtype="<f8")[-2 * 1440:]
+            assert np.array_equal(df[f].to_numpy(), stored, equal_nan=True), (a, f)
+        funding = np.fromfile(os.path.join(vdir, "%s.funding_1h.f64" % a), dtype="<f8")[-2 * 1440:]
+        assert np.array_equal(cg[a]["funding_1h"], funding, equal_nan=True)
+        assert set(cg[a]) == {"oi_1h", "oi_1d", "funding_1h", "liq_long_1h", "liq_short_1h", "ls_ratio_1h"}
+    prov = D.DataProvider(ohlcv, cg)   # the original's idiom
+    assert prov.length == 2 * 1440 and np.array_equal(prov.prices("ETH"), ohlcv["ETH"]["close"].to_numpy())
+    assert np.array_equal(prov.timestamps, ts)
+    with pytest.raises(ValueError, match="1-minute"):
+        D.fetch_assets(["ETH"], interval="5m")
+
+    # evaluate without a provider scores on the same version, and says so
+    ns = {}
+    exec(STRATEGY.split('if __name__')[0], ns)
+    S._announced.clear()
+    res = E.evaluate("ETH-1H-BINARY", ns["TechFeaturizer"](), ns["TechPredictor"](), days_back=2)
+    err = capsys.readouterr().err
+    assert got["version"] in err and got["dataset_hash"] in err, err
+    pinned = E.evaluate("ETH-1H-BINARY", ns["TechFeaturizer"](), ns["TechPredictor"](),
+                        provider=DataProvider.from_dataset(vdir, ["ETH"], 2))
+    assert res == pinned and "mean_auc" in res, (res, pinned)
+
+    # nothing fetched: the synthetic market, said loudly
+    monkeypatch.setenv("MANTIS_DATA_DIR", str(tmp_path / "empty"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("AGENTTEST_BIN", AGENTTEST)
+    ohlcv, cg = D.fetch_assets(["ETH"], days_back=2)
+    assert "SYNTHETIC" in capsys.readouterr().err and len(ohlcv["ETH"]) == 2 * 1440 and cg == {}
+
+
 def test_module_level_evaluate_in_a_submitted_file_points_at_main_guard(tmp_path):
     f = tmp_path / "s.py"
     f.write_text(STRATEGY.replace('if __name__ == "__main__":\n    print(', 'print('))

@@ -104,6 +104,54 @@ def test_persistent_failure_fails_loudly(standin_factory, tmp_path, status, code
     assert not vd.exists() or [e for e in os.listdir(vd) if not e.startswith(".")] == []
 
 
+def _arrivals(standin):
+    """Arrival times (s) of the stand-in's klines requests, in order."""
+    return [p[2] for p in standin.stats()["pages"]]
+
+
+@pytest.mark.parametrize("status", ["429", "418"])
+def test_rate_limit_waits_retry_after_and_gives_up_after_five_in_a_row(standin_factory, tmp_path, status):
+    """A 429 or 418 with Retry-After: 1 is retried after at least that second,
+    not after --rate-wait-ms (here 60 s: the fetch would outlive its deadline);
+    five in a row (the original's count, spec/mantis.md §4.1) give up with
+    rate_limited naming the asset and the range."""
+    s = standin_factory("--forever", status)
+    t0 = time.time()
+    r = fetch(s, tmp_path, "--days-back", "1", "--assets", "BTC", "--rate-wait-ms", "60000", check=False, timeout=100)
+    assert time.time() - t0 < 60, "Retry-After was not used"
+    assert r.returncode == 1 and r.stdout == "", r.stdout
+    err = json.loads(r.stderr)
+    assert err["code"] == "rate_limited" and err["detail"].startswith("BTC: ") and "giving up" in err["detail"], err
+    st = s.stats()
+    assert st["statuses"] == {status: 5}, st
+    gaps = [b - a for a, b in zip(_arrivals(s), _arrivals(s)[1:])]
+    assert len(gaps) == 4 and all(g >= 0.95 for g in gaps), gaps
+
+
+def test_rate_limit_without_retry_after_waits_rate_wait_ms(standin_factory, tmp_path):
+    """A 429 without Retry-After waits --rate-wait-ms (here 2.5 s) before the
+    next try, 5 in a row give up."""
+    s = standin_factory("--forever", "429", "--no-retry-after")
+    r = fetch(s, tmp_path, "--days-back", "1", "--assets", "BTC", "--rate-wait-ms", "2500", check=False)
+    assert r.returncode == 1 and json.loads(r.stderr)["code"] == "rate_limited", r.stderr
+    t = _arrivals(s)
+    assert len(t) == 5, t
+    gaps = [b - a for a, b in zip(t, t[1:])]
+    assert all(g >= 2.4 for g in gaps), gaps
+
+
+def test_server_errors_back_off_doubling_then_fail(standin_factory, tmp_path):
+    """A 5xx is retried with exponential backoff (--backoff-ms 200: at least
+    200, 400, 800, 1600 ms between tries), 5 retries, then fetch_failed."""
+    s = standin_factory("--forever", "503")
+    r = fetch(s, tmp_path, "--days-back", "1", "--assets", "BTC", "--backoff-ms", "200", check=False)
+    assert r.returncode == 1 and json.loads(r.stderr)["code"] == "fetch_failed", r.stderr
+    t = _arrivals(s)
+    assert len(t) == 6, t   # the request and its 5 retries
+    gaps = [b - a for a, b in zip(t, t[1:])]
+    assert all(g >= 0.2 * 2 ** i * 0.95 for i, g in enumerate(gaps)), gaps
+
+
 def test_empty_pages_after_a_full_one_fail_loudly(standin_factory, tmp_path):
     """A full page of 1000, then only empty pages (every retry): the server
     had more, so the fetch fails naming the asset and range instead of
@@ -137,6 +185,34 @@ def test_gap_recorded_not_filled_and_no_open_candle(standin_factory, tmp_path):
     assert np.isnan(eth).sum() == sum(g[1] for g in q["gaps"])
     # the still-open candle is never stored: the last bar had closed
     assert out["last_timestamp_ms"] + 60000 <= done
+
+
+def test_quality_report_per_asset_with_a_refused_duplicate(standin_factory, tmp_path):
+    """The quality report of a version, per asset: rows, expected rows,
+    coverage, gaps (start, length), duplicates refused, first/last
+    timestamp; in the output and in <hash>.quality.json beside the version.
+    BTC's second page repeats the candle before it (the stand-in's `dup`):
+    the repeat is refused and counted, and BTC stays complete."""
+    s = standin_factory("--gap-symbol", "ETHUSDT", "--faults", "dup", "--fault-after", "1")
+    out = fetch(s, tmp_path, "--days-back", "2", "--assets", "BTC,ETH", "--parallel", "1", "--no-pace")
+    assert s.stats()["faults_served"] == ["dup"]
+    q = out["quality"]
+    keys = {"rows", "expected", "coverage", "n_gaps", "gaps", "duplicates_refused", "out_of_order_refused",
+            "open_candles_dropped", "first_timestamp_ms", "last_timestamp_ms"}
+    assert set(q) == {"BTC", "ETH"} and all(set(q[a]) == keys for a in q), q
+    btc, eth = q["BTC"], q["ETH"]
+    assert btc["duplicates_refused"] == 1 and eth["duplicates_refused"] == 0, q
+    assert btc["rows"] == btc["expected"] == out["bars"] and btc["coverage"] == 1.0 and btc["gaps"] == [], btc
+    assert eth["expected"] == out["bars"] and eth["rows"] == out["bars"] - sum(n for _, n in eth["gaps"])
+    assert eth["coverage"] == eth["rows"] / eth["expected"] < 1, eth
+    assert eth["n_gaps"] == len(eth["gaps"]) >= 2 and all(n == 10 for _, n in eth["gaps"]), eth
+    for a in q:
+        assert q[a]["first_timestamp_ms"] == out["first_timestamp_ms"], q[a]
+        assert q[a]["last_timestamp_ms"] == out["last_timestamp_ms"], q[a]
+    ts = np.fromfile(os.path.join(out["path"], "ts.i64"), dtype="<i8")
+    assert len(np.unique(ts)) == len(ts) == out["bars"]
+    stored = json.load(open(os.path.join(str(tmp_path), "versions", out["dataset_hash"] + ".quality.json")))
+    assert stored == q
 
 
 def test_refresh_adds_only_new_candles(standin_factory, tmp_path):
@@ -429,6 +505,53 @@ def test_fetch_and_refresh_with_the_coinglass_layer(standin_factory, tmp_path):
     finally:
         cg.kill()
         cg.wait()
+
+
+def test_coinglass_rate_limit_gives_up_on_the_third_429_in_a_row(standin_factory, tmp_path):
+    """A CoinGlass that keeps answering 429 (Retry-After: 1): the fetch waits
+    and tries again, and the 3rd 429 in a row (the original's 3 attempts)
+    fails it with rate_limited naming the asset, the field and the range;
+    no version is stored."""
+    s = standin_factory()
+    cg = subprocess.Popen([sys.executable, CG_STANDIN, "--key", CG_KEY, "--forever", "429"],
+                          stdout=subprocess.PIPE, text=True)
+    try:
+        cgurl = "http://127.0.0.1:%d" % int(cg.stdout.readline())
+        old = dict(os.environ)
+        os.environ.update(COINGLASS_API_URL=cgurl, COINGLASS_API_KEY=CG_KEY)
+        try:
+            r = fetch(s, tmp_path, "--days-back", "1", "--assets", "BTC", "--coinglass", "--no-pace", check=False)
+        finally:
+            os.environ.clear()
+            os.environ.update(old)
+        assert r.returncode == 1 and r.stdout == "", r.stdout
+        err = json.loads(r.stderr)
+        assert err["code"] == "rate_limited", err
+        assert "CoinGlass BTC oi_1h: rate limited 3 times in a row fetching " in err["detail"], err
+        assert _cg_stats(cgurl)["requests"] == 3
+        assert not (tmp_path / "binance-1m-1d").exists()
+    finally:
+        cg.kill()
+        cg.wait()
+
+
+def test_unreachable_database_is_an_error_and_keeps_the_stored_version(standin_factory, tmp_path):
+    """DATABASE_URL configured but unreachable: the registration fails loudly
+    (unavailable, exit 3, naming the stored version and its path), and the
+    version stays stored under the data directory with its label."""
+    s = standin_factory()
+    env = dict(os.environ, BINANCE_API_URL=s.url, AGENTTEST_CONFIG="/dev/null",
+               DATABASE_URL="mariadb://nobody@localhost/x?socket=/nonexistent")
+    env.pop("MANTIS_DATA_DIR", None)
+    r = subprocess.run([BIN, "data", "fetch", "--data-dir", str(tmp_path), "--days-back", "1", "--assets", "BTC",
+                        "--no-pace"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 3 and r.stdout == "", (r.returncode, r.stdout)
+    err = json.loads(r.stderr)
+    assert err["code"] == "unavailable" and "but not registered" in err["error"], err
+    target = os.readlink(tmp_path / "binance-1m-1d")
+    assert target.startswith("versions/") and target[len("versions/"):] in err["error"], (target, err)
+    v = subprocess.run([BIN, "data", "verify", str(tmp_path / "binance-1m-1d")], capture_output=True, text=True)
+    assert v.returncode == 0, v.stdout + v.stderr
 
 
 def _refused_url():

@@ -48,6 +48,7 @@ def test_data_cache_reports_fetched_windows(stack_factory):
     assert w["assets"] == 2 and w["expected_assets"] == 29
     assert w["dataset_hash"] == fetched["dataset_hash"] and w["version"] == fetched["version"]
     assert w["has_coinglass"] is False and w["complete"] is False  # 2 of 29 assets
+    assert w["coinglass_assets"] == 0 and w["coinglass_key_set"] is False
     assert 0 <= w["age_hours"] < 1
     btc, eth = w["per_asset"]["BTC"], w["per_asset"]["ETH"]
     assert btc["rows"] == btc["expected"] == fetched["bars"] and btc["pct"] == 100.0
@@ -245,6 +246,7 @@ def test_prefetch_progress_is_visible_mid_fetch_and_increases(prefetch_stack):
         assert one["running"] is True and one["total_steps"] == 3, one
         assert one["progress"] == one["assets_done"] == 1, one
         assert 1440 <= one["rows_fetched"] <= 2 * 1440 + 4, one   # BTC's two days, nothing of ETH or SOL
+        assert one["step"] == "fetching 1m candles: 1/3 assets, %d candles" % one["rows_fetched"], one
         time.sleep(1.0)   # held: nothing moves
         still = admin.get("/api/data-cache/status?days_back=240").json()
         assert (still["progress"], still["rows_fetched"], still["running"]) == (1, one["rows_fetched"], True), still
@@ -256,7 +258,7 @@ def test_prefetch_progress_is_visible_mid_fetch_and_increases(prefetch_stack):
         _standin_post(base, "/admin/release")
     done = _wait_prefetch(admin, 240)
     assert done["status"] == "completed", done
-    assert done["progress"] == done["total_steps"] == 3
+    assert done["progress"] == done["total_steps"] == 3 and done["step"] == "done", done
     assert done["rows_fetched"] >= two["rows_fetched"] + 1440, (two, done)
 
 
@@ -664,3 +666,136 @@ def test_prefetch_body_coinglass_key_is_used_for_that_prefetch_sealed_then_erase
         for p in (bsi, csi):
             p.kill()
             p.wait()
+
+
+def test_prefetch_job_pings_the_endpoint_list_and_falls_back(stack_factory):
+    """No BINANCE_API_URL, BINANCE_API_URLS = a refused port, a stand-in whose
+    ping answers 503, a working stand-in: the runner's prefetch job pings
+    them in order and fetches everything from the third. With the working
+    one gone too, the next prefetch fails loudly (fetch_failed, each
+    endpoint named with why) and stores nothing."""
+    import socket
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        down = "http://127.0.0.1:%d" % so.getsockname()[1]
+    sick, sick_url = _standin("--ping-status", "503", "--history-days", "1")
+    good, good_url = _standin("--history-days", "1")
+    data = Path(tempfile.mkdtemp(prefix="agenttest-e2e-ping-"))
+    try:
+        stack = stack_factory("prefetch-ping", MANTIS_DATA_DIR=str(data),
+                              BINANCE_API_URLS=",".join([down, sick_url + "/", good_url]))
+        admin = Api(stack, stack.create_token(role="admin"))
+        r = admin.post("/api/data-cache/prefetch", {"days_back": 60, "assets": ["BTC"]})
+        assert r.status == 202, r
+        done = _wait_prefetch(admin, 60)
+        assert done["status"] == "completed", done
+        assert 1440 - 2 <= done["rows_fetched"] <= 1440 + 2, done
+        stats = lambda u: json.loads(subprocess.run(["curl", "-s", u + "/admin/stats"], capture_output=True,
+                                                    text=True).stdout)
+        s, g = stats(sick_url), stats(good_url)
+        assert s["ping"] == 1 and s["klines"] == 0, s
+        assert g["ping"] == 1 and g["klines"] >= 2, g
+
+        good.kill()
+        good.wait()
+        before = set(os.listdir(data / "versions"))
+        r = admin.post("/api/data-cache/prefetch", {"days_back": 90, "assets": ["BTC"]})
+        assert r.status == 202, r
+        failed = _wait_prefetch(admin, 90)
+        assert failed["status"] == "failed" and failed["error_code"] == "fetch_failed", failed
+        assert "no Binance endpoint answered" in failed["error"], failed
+        for url, why in ((down, " ("), (sick_url, " (HTTP 503)"), (good_url, " (")):
+            assert url + why in failed["error"], (url, failed["error"])
+        assert stats(sick_url)["klines"] == 0
+        assert set(os.listdir(data / "versions")) == before
+        assert admin.get("/api/data-cache").json()["90"] == {"cached": False}
+    finally:
+        for p in (sick, good):
+            p.kill()
+            p.wait()
+
+
+def test_agent_pins_a_fetched_version_through_retention(stack_factory, tmp_path):
+    """An agent created on a fetched version (POST /api/agents
+    {dataset_version}) pins it: with MANTIS_DATA_KEEP_VERSIONS=1 the
+    registering refreshes that follow retire every older unpinned version of
+    the window, never the agent's (its row and its files stay)."""
+    import secrets
+    stack = stack_factory("datacache-agents", AGENTTEST_RUNNER_SLOTS=0)  # the agent stays queued
+    window = "agpin-" + secrets.token_hex(4)
+    data = tmp_path / "data"
+    si, base = _standin("--lag-minutes", "90")
+    try:
+        env = dict(stack.cli_env(), BINANCE_API_URL=base, MANTIS_DATA_KEEP_VERSIONS="1")
+
+        def fetch(*extra):
+            f = subprocess.run([str(BIN / "agenttest"), "data", "fetch", "--data-dir", str(data), "--window", window,
+                                "--no-pace", *extra], env=env, capture_output=True, text=True, timeout=300)
+            assert f.returncode == 0, f.stderr
+            out = json.loads(f.stdout)
+            assert out["registered"] is True, out
+            return out
+
+        pinned = fetch("--days-back", "2", "--assets", "BTC,ETH")
+        user = Api(stack, stack.create_token(role="user"))
+        r = user.post("/api/agents", {"challenge": "ETH-1H-BINARY", "goal": "pin test", "min_iterations": 1,
+                                      "max_iterations": 1, "dataset_version": pinned["version"]})
+        assert r.status == 201, r
+        agent = user.get("/api/agents/" + r.json()["id"]).json()
+        assert agent["config"]["dataset_version"] == pinned["version"], agent["config"]
+        _standin_post(base, "/admin/lag?minutes=60")
+        second = fetch("--refresh")
+        assert second["retired"] == 0, second   # the only older version is the agent's
+        _standin_post(base, "/admin/lag?minutes=30")
+        third = fetch("--refresh")
+        assert third["retired"] == 1, third     # the second goes, the agent's stays
+        registered = _sql(stack, "SELECT version FROM datasets WHERE version LIKE '%s-%%' ORDER BY id" % window)
+        assert registered.split() == [pinned["version"], third["version"]], registered
+        assert (data / "versions" / pinned["dataset_hash"]).is_dir()
+        assert not (data / "versions" / second["dataset_hash"]).exists()
+        assert os.readlink(data / window) == "versions/" + third["dataset_hash"]
+    finally:
+        si.kill()
+        si.wait()
+
+
+def test_cli_fetch_refuses_a_label_registered_with_another_hash(stack, tmp_path):
+    """A CLI fetch whose version label (window + last bar) is already
+    registered with other bytes: conflict, exit 1; the registration and the
+    window's label stay on the first version; the second stays on disk."""
+    import secrets
+    tag = "clidup-" + secrets.token_hex(4)
+    si, base = _standin("--lag-minutes", "90")
+    try:
+        env = dict(stack.cli_env(), BINANCE_API_URL=base)
+
+        def run(data, assets):
+            return subprocess.run([str(BIN / "agenttest"), "data", "fetch", "--data-dir", str(data), "--window",
+                                   window, "--days-back", "1", "--assets", assets, "--no-pace"], env=env,
+                                  capture_output=True, text=True, timeout=300)
+        # both fetches must end on the same last bar: redone (in a window of its own) when a
+        # minute boundary passed between them
+        for attempt in range(3):
+            window = "%s-%d" % (tag, attempt)
+            minute = int(time.time() // 60)
+            a = run(tmp_path / ("a%d" % attempt), "BTC,ETH")
+            b = run(tmp_path / ("b%d" % attempt), "BTC")   # same label, other bytes
+            if int(time.time() // 60) == minute:
+                break
+        else:
+            pytest.fail("every attempt straddled a minute boundary")
+        assert a.returncode == 0, a.stderr
+        first = json.loads(a.stdout)
+        assert first["registered"] is True
+        assert b.returncode == 1 and b.stdout == "", (b.returncode, b.stdout)
+        err = json.loads(b.stderr)
+        assert err["code"] == "conflict" and first["version"] in err["error"], err
+        rows = _sql(stack, "SELECT version, dataset_hash FROM datasets WHERE version LIKE '%s-%%'" % window)
+        assert [r.split("\t") for r in rows.splitlines()] == [[first["version"], first["dataset_hash"]]], rows
+        assert _sql(stack, "SELECT d.dataset_hash FROM dataset_labels l JOIN datasets d ON d.id = l.dataset_id "
+                           "WHERE l.label = '%s'" % window).split() == [first["dataset_hash"]]
+        other = os.readlink(tmp_path / ("b%d" % attempt) / window)
+        assert other != "versions/" + first["dataset_hash"] and (tmp_path / ("b%d" % attempt) / other).is_dir()
+    finally:
+        si.kill()
+        si.wait()

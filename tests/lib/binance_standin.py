@@ -11,9 +11,11 @@ open time), so two fetches of the same range give the same bytes.
 Faults (for the fetcher's tests), given as --faults a,b,c: each one is
 applied once, to the klines requests that come after --fault-after
 requests, one every --fault-every requests, in order: 429 (with Retry-After: 1), 418 (Retry-After: 1), 500,
-502, slow (answers after --slow-s seconds), empty ([]), nonlist
+502, slow (answers after --slow-s seconds), dup (the page starts one candle
+before startTime: it repeats the last candle of the page before), empty ([]), nonlist
 ({"code":-1003,...} with status 200), badjson. --forever STATUS answers
-every klines request with that status (429 comes with Retry-After: 1).
+every klines request with that status (429 comes with Retry-After: 1;
+--no-retry-after: 429 and 418 come without it).
 --gap-symbol SYM: SYM has no candle in minutes 500..509 of every 1000.
 --history-days D: no candle older than D days (a recent listing; keeps
 fetches of a long window short).
@@ -165,7 +167,8 @@ class Handler(BaseHTTPRequestHandler):
         if hold:
             hold.wait(60)
         if fault in ("429", "418"):
-            return self.reply(int(fault), '{"code":-1003,"msg":"Too many requests"}', [("Retry-After", "1")])
+            ra = [] if st.args.no_retry_after else [("Retry-After", "1")]
+            return self.reply(int(fault), '{"code":-1003,"msg":"Too many requests"}', ra)
         if fault and fault.isdigit():
             return self.reply(int(fault), '{"code":-1000,"msg":"internal"}')
         if fault == "nonlist":
@@ -178,6 +181,8 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(st.args.slow_s)
         sym = q.get("symbol", "")
         ival = INTERVALS.get(q.get("interval", ""))
+        if fault == "dup" and ival is not None and "startTime" in q:
+            q["startTime"] = str(int(q["startTime"]) - ival)   # the page repeats the candle before it
         if not sym.endswith("USDT") or ival is None:
             return self.reply(400, '{"code":-1121,"msg":"Invalid symbol."}')
         limit = min(int(q.get("limit", 500)), 1000)
@@ -208,6 +213,7 @@ def main():
     ap.add_argument("--lag-minutes", type=int, default=0)
     ap.add_argument("--history-days", type=float, default=0)
     ap.add_argument("--ping-status", type=int, default=200)
+    ap.add_argument("--no-retry-after", action="store_true")
     args = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True

@@ -351,7 +351,7 @@ static int mk_asset(struct mk_job *j, CURL *h, struct buf *b, size_t i)
 			}
 		}
 		if (pg == PAGE_RATE) {
-			if (++n429 > r->max_429) {
+			if (++n429 >= r->max_429) {
 				snprintf(msg, sizeof msg, "%.32s: rate limited %d times in a row fetching %lld..%lld, giving up (%.300s)",
 					 r->assets[i], n429, (long long)from, (long long)r->end_ms, why);
 				mk_fail(j, MK_ERR_RATE, msg);

@@ -215,7 +215,7 @@ static enum mk_err cg_series(const struct mk_cg_request *r, CURL *h, struct buf 
 		enum cg_page pg = cg_get(h, url, b, &root, &data, &ra, why, sizeof why);
 		if (pg == CG_RATE) {
 			json_object_put(root);
-			if (++n429 > r->max_429)
+			if (++n429 >= r->max_429)
 				return snprintf(err, errlen, "CoinGlass %s %s: rate limited %d times in a row fetching %lld..%lld, giving up",
 						asset, mk_cg_fields[f], n429, (long long)from, (long long)end), MK_ERR_RATE;
 			if (mk_nap(r->cancelled, r->ud, ra >= 0 ? ra * 1000 : r->rate_wait_ms * n429))

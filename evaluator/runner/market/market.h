@@ -42,7 +42,7 @@
 enum mk_err {
 	MK_OK = 0,
 	MK_ERR_HTTP,        /* the server kept failing (5xx, timeouts, 4xx) */
-	MK_ERR_RATE,        /* rate limited (429/418) more than max_429 times in a row */
+	MK_ERR_RATE,        /* rate limited (429/418) max_429 times in a row */
 	MK_ERR_DATA,        /* the server answered something that is not klines */
 	MK_ERR_EMPTY,       /* an asset has no candle at all in the window */
 	MK_ERR_CANCELLED,   /* the cancel check said stop */
@@ -65,7 +65,7 @@ struct mk_request {
 	long               pace_ms;     /* sleep between pages of one asset (0: none) */
 	long               timeout_ms;  /* per request */
 	long               rate_wait_ms;/* wait on 429/418 without Retry-After */
-	int                max_429;     /* consecutive 429/418 before giving up */
+	int                max_429;     /* consecutive 429/418 that give up (the last one is not waited on) */
 	int                max_retries; /* attempts for 5xx/timeouts/bad answers */
 	long               backoff_ms;  /* first backoff, doubled per retry */
 	/* Called (from worker threads, serialised) after every page. */
@@ -146,8 +146,9 @@ enum mk_err mk_refresh(const char *data_dir, const char *window, struct mk_reque
  * (kl_align_causal: a value is visible from the minute its hourly or daily
  * candle has closed; NaN before, and NaN where the API gave no value; a
  * zero stays zero). HTTP 429 waits Retry-After (else rate_wait_ms × the
- * attempt) up to max_429 times; 5xx, connection errors, a body that is not
- * the envelope and a code other than "0" are retried with backoff up to
+ * attempt) and is tried again, max_429 attempts in all; 5xx, connection
+ * errors, a body that is not the envelope and a code other than "0" are
+ * retried with backoff up to
  * max_retries; any other status fails at once. Failures name the asset,
  * the field and the time range, never the key.
  */

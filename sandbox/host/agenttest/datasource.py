@@ -25,7 +25,7 @@ import os
 import sys
 
 __all__ = ["datasets_roots", "fetched_versions", "window_version", "pinned_version", "select_dataset",
-           "announce"]
+           "announce", "fetch_assets"]
 
 WINDOWS = (60, 90, 120, 180, 365)
 
@@ -146,3 +146,36 @@ def announce(notice):
     if notice not in _announced:
         _announced.add(notice)
         print(notice, file=sys.stderr)
+
+
+def fetch_assets(assets=None, interval="1m", days_back=90, cache_dir=None, coinglass_api_key=None):
+    """The original's fetch_assets, without the network: the last days_back
+    days of `assets` (default the 29 breakout assets) from the dataset
+    select_dataset(assets, days_back) picks (a fetched version, else the
+    synthetic market; the notice naming it, version and hash, goes to stderr
+    once). Returns (ohlcv, coinglass) as the original: {asset: DataFrame
+    with timestamp (UTC, datetime64 without a zone), open, high, low, close,
+    volume} and {asset: {field: array}} when the version holds CoinGlass
+    fields (else {}), both on the version's one minute grid: a gap is a row
+    of NaN, never filled or dropped. DataProvider(*fetch_assets(...)) is the original's idiom.
+    cache_dir and coinglass_api_key are accepted for the original's
+    signature (data comes from `agenttest data fetch` or the prefetch job).
+    ValueError for an interval other than 1m or an asset the data lacks."""
+    import numpy as np
+    import pandas as pd
+    from .catalog import BREAKOUT_ASSETS
+    from .data import load_dataset
+    if interval != "1m":
+        raise ValueError("only 1-minute bars are supported")
+    assets = list(BREAKOUT_ASSETS if assets is None else assets)
+    path, notice = select_dataset(assets, days_back)
+    announce(notice)
+    names, _, ohlcv, ts, cg = load_dataset(path, assets, days_back)
+    missing = [a for a in assets if a not in names]
+    if missing:
+        raise ValueError("%s: no such asset in %s" % (", ".join(missing), path))
+    stamps = pd.to_datetime(np.asarray(ts, dtype=np.int64), unit="ms")   # UTC, naive as datetime64
+    frames = {a: pd.DataFrame({"timestamp": stamps, "open": ohlcv[a][:, 0], "high": ohlcv[a][:, 1],
+                               "low": ohlcv[a][:, 2], "close": ohlcv[a][:, 3], "volume": ohlcv[a][:, 4]})
+              for a in assets}
+    return frames, {a: dict(cg[a]) for a in assets if cg.get(a)}
