@@ -57,6 +57,28 @@ def test_data_cache_reports_fetched_windows(stack_factory):
     assert abs(w["row_pct"] - 100.0 * (btc["rows"] + eth["rows"]) / want) < 1e-9
     assert stack.get("/api/data-cache").json()["90"] == {"cached": False}
 
+    # `complete` is 90 % of 29 assets x days x 1440 rows, at the boundary: a
+    # 90-day window of 29 assets laid out as a fetch stores it (the label,
+    # the version's manifest and its quality report), each asset with
+    # exactly 90 % of its minutes, then one row fewer.
+    names = ["A%02d" % i for i in range(29)]
+    fake = "f" * 64
+    vdir = data / "versions" / fake
+    vdir.mkdir(parents=True)
+    (vdir / "manifest.json").write_text(json.dumps(
+        {"dataset_hash": fake, "version": "binance-1m-90d-test", "assets": names, "bars": 90 * 1440,
+         "fields": ["open", "high", "low", "close", "volume"]}))
+    os.symlink("versions/" + fake, data / "binance-1m-90d")
+    quality = data / "versions" / (fake + ".quality.json")
+    for short, complete in ((0, True), (1, False)):
+        rows = {a: {"rows": 116640, "expected": 90 * 1440} for a in names}   # 0.9 x 90 x 1440
+        rows["A07"]["rows"] -= short
+        quality.write_text(json.dumps(rows))
+        w = stack.get("/api/data-cache").json()["90"]
+        assert w["cached"] is True and w["assets"] == 29 and w["complete"] is complete, (short, w["row_pct"])
+        assert w["per_asset"]["A07"] == {"rows": 116640 - short, "expected": 129600,
+                                         "pct": 100.0 * (116640 - short) / 129600}
+
 
 def test_fetched_data_evaluates_end_to_end(stack, tmp_path):
     """A fetched version, registered, scores through POST /api/evaluations."""
