@@ -48,6 +48,24 @@ async function waitRoute(re, timeout = 20000) {
   return h.jsonValue();
 }
 
+/**
+ * assertCountsUp(el, path): the "N s so far" in el moves on by at least
+ * 1.5 s over 2.5 s, and the page (at path) was not reloaded meanwhile.
+ */
+async function assertCountsUp(el, path) {
+  const seconds = async () => {
+    const t = await el.textContent();
+    const m = /([\d.]+) (ms|s) so far/.exec(t);
+    assert.ok(m, `an elapsed time (${t})`);
+    return m[2] === 'ms' ? Number(m[1]) / 1000 : Number(m[1]);
+  };
+  const a = await seconds();
+  await page.waitForTimeout(2500);
+  const b = await seconds();
+  assert.ok(b - a >= 1.5, `the runtime moved on from ${a} s to ${b} s`);
+  assert.equal(page.url().split('#')[1], path, 'still the same page, never reloaded');
+}
+
 /** editorValue() -> the text in the page's code editor. */
 function editorValue() {
   return page.locator('.editor').evaluate((e) => e.codeEditor.value());
@@ -418,17 +436,7 @@ test('a running run\'s runtime counts up on the page without a reload', { timeou
   try {
     const el = page.getByTestId('elapsed');
     await el.waitFor({ timeout: RUN_TIMEOUT });
-    const seconds = async () => {
-      const t = await el.textContent();
-      const m = /([\d.]+) (ms|s) so far/.exec(t);
-      assert.ok(m, `an elapsed time (${t})`);
-      return m[2] === 'ms' ? Number(m[1]) / 1000 : Number(m[1]);
-    };
-    const a = await seconds();
-    await page.waitForTimeout(2500);
-    const b = await seconds();
-    assert.ok(b - a >= 1.5, `the runtime moved on from ${a} s to ${b} s`);
-    assert.equal(page.url().split('#')[1], path, 'still the same page, never reloaded');
+    await assertCountsUp(el, path);
   } finally {
     await apiFetch(page, `/runs/${id}/cancel`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
   }
@@ -572,16 +580,7 @@ test('a running evaluation shows when it started and its runtime counting up, wi
     const started = details.locator('dl > div', { has: page.locator('dt', { hasText: /^Started$/ }) }).locator('time');
     assert.equal(await started.getAttribute('datetime'), new Date(ev.started_at.replace(' ', 'T').replace(/(\d)$/, '$1Z')).toISOString(), 'the start time');
     const el = details.getByTestId('elapsed');
-    const seconds = async () => {
-      const m = /([\d.]+) (ms|s) so far/.exec(await el.textContent());
-      assert.ok(m, `an elapsed time (${await el.textContent()})`);
-      return m[2] === 'ms' ? Number(m[1]) / 1000 : Number(m[1]);
-    };
-    const a = await seconds();
-    await page.waitForTimeout(2500);
-    const b = await seconds();
-    assert.ok(b - a >= 1.5, `the runtime moved on from ${a} s to ${b} s`);
-    assert.equal(page.url().split('#')[1], path, 'still the same page, never reloaded');
+    await assertCountsUp(el, path);
     await shot(page, 'evaluation-running');
   } finally {
     await apiFetch(page, `/api/evaluations/${id}/cancel`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
