@@ -957,6 +957,16 @@ test('a phone-sized screen never scrolls sideways; screenshots of each page', as
       assert.ok(a && b && a.x + a.width <= b.x + b.width + 1 && a.x + a.width <= PHONE.width,
         `Score header ends at ${a && a.x + a.width} px, the table's visible box at ${b && b.x + b.width} px`);
     });
+    if (made.compare) {
+      await t.test('the compared runs\' metrics show the baseline\'s values beside their names without scrolling sideways', async () => {
+        await open(p, made.compare);
+        const sec = p.getByTestId('compare-metrics');
+        const th = sec.locator('table.data thead th', { hasText: /\(baseline\)/ });
+        const [a, b] = [await th.boundingBox(), await sec.locator('.table-wrap').boundingBox()];
+        assert.ok(a && b && a.x + a.width <= b.x + b.width + 1,
+          `the baseline column ends at ${a && a.x + a.width} px, the table's visible box at ${b && b.x + b.width} px`);
+      });
+    }
     assert.deepEqual(probs, [], 'no CSP violations or page errors on the phone');
   } finally {
     await phone.close();
