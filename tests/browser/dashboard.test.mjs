@@ -641,6 +641,14 @@ test('the runs list fills its columns: runtime, the failed run\'s error code, ve
   // version ids are written as ids (#N), not as per-strategy numbers (vN)
   const strategyCell = (await rowOf(made.runId).locator('.strategy-cell').textContent()).trim();
   assert.ok(strategyCell.endsWith(`#${made.versionId}`) && !strategyCell.includes(`v${made.versionId}`), strategyCell);
+  // the overview's latest runs too: every completed one has its runtime
+  await open(page, '#/');
+  const ov = page.locator('section[aria-labelledby=ov-runs] table.data');
+  const ovHead = await ov.locator('thead th').allTextContents();
+  const ovRows = await ov.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => Array.from(tr.cells, (c) => c.textContent.trim())));
+  const done = ovRows.filter((r) => r.includes('completed'));
+  assert.ok(ovHead.includes('Runtime') && done.length > 0, `the overview lists completed runs with a Runtime column (${ovHead.join(', ')})`);
+  for (const r of done) assert.match(r[ovHead.indexOf('Runtime')], /^\d+ ms$|^\d+\.\d\d s$|^\d+ min \d+ s$/, `a runtime in ${r.join(' | ')}`);
   // the strategy's own page numbers its versions: its first is v1, whatever its id
   await open(page, `#/strategies/${made.strategyId}`);
   assert.equal((await page.locator(`table a[href="#/versions/${made.versionId}"]`).first().textContent()).trim(), `#${made.versionId} (v1)`);
