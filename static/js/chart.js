@@ -5,7 +5,7 @@
 // keyboard-reachable "reset zoom", and a data-points attribute that says how
 // many points were actually drawn (the browser tests read it).
 import { h } from './dom.js';
-import { num } from './format.js';
+import { num, tickLabels } from './format.js';
 
 let loading = null;
 
@@ -40,6 +40,8 @@ const PALETTE = ['#1d5bb8', '#c2410c', '#15803d', '#7e22ce', '#4b5563'];
  * whenever the x range changes: zoom, reset; to make another chart follow),
  * xInteger (x values are counts such as iteration numbers: ticks only at
  * whole numbers, a single value gets one unit of room on each side).
+ * xUnit: what one x value is, plural, for the count under the chart
+ * ("86,400 bars", "3 iterations"; default "points").
  * data-points on the figure counts the finite values of all series;
  * data-x-ticks lists the x-axis labels last drawn (for tests).
  * The figure is returned at once; the plot fills it when uPlot has loaded.
@@ -110,7 +112,7 @@ export function chart(opts) {
       series,
       axes: [
         xAxis,
-        { stroke: '#4a5567', grid: { stroke: '#e4e8ee' }, size: 64, values: (u, vals) => vals.map((v) => fmt(v)) },
+        { stroke: '#4a5567', grid: { stroke: '#e4e8ee' }, size: 64, values: (u, vals) => (opts.yFormat ? vals.map((v) => fmt(v)) : tickLabels(vals)) },
       ],
       cursor: { drag: { x: true, y: false, setScale: true } },
       legend: { live: true },
@@ -133,7 +135,7 @@ export function chart(opts) {
       canvas.setAttribute('aria-label', opts.summary || opts.title);
     }
     figure.dataset.points = String(count);
-    status.textContent = `${num(opts.x.length, 0)} points`;
+    status.textContent = `${num(opts.x.length, 0)} ${opts.xUnit || 'points'}`;
     resetBtn.addEventListener('click', () => {
       const xs = plot.data[0];
       if (xs.length) plot.setScale('x', { min: xs[0], max: xs[xs.length - 1] });

@@ -13,6 +13,34 @@ export function num(v, digits = 4) {
   return n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: 0 });
 }
 
+/**
+ * fixed(v, d): a number with exactly d decimals ("0.5600") and a true minus
+ * sign, or '—' when absent: for a column of one measure, so that its digits
+ * line up.
+ */
+export function fixed(v, d = 4) {
+  if (v === null || v === undefined || v === '') return '—';
+  const n = Number(v);
+  if (!Number.isFinite(n)) return String(v);
+  const s = Math.abs(n).toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
+  return `${n < 0 && Number(n.toFixed(d)) !== 0 ? '−' : ''}${s}`;
+}
+
+/**
+ * tickLabels(vals) -> the labels of a value axis, all with the same number
+ * of decimals: the fewest that write every tick exactly (0.560, 0.565,
+ * 0.570 rather than 0.56, 0.565, 0.57), at most 10.
+ */
+export function tickLabels(vals) {
+  const fin = vals.filter((v) => Number.isFinite(v));
+  let step = Infinity;
+  for (let i = 1; i < fin.length; i += 1) step = Math.min(step, Math.abs(fin[i] - fin[i - 1]) || Infinity);
+  const tol = Number.isFinite(step) ? step * 1e-3 : 1e-9;
+  let d = 0;
+  while (d < 10 && fin.some((v) => Math.abs(Number(v.toFixed(d)) - v) > tol)) d += 1;
+  return vals.map((v) => (Number.isFinite(v) ? v.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d }) : ''));
+}
+
 /** pct(v): a fraction shown as a percentage (0.04 -> "4.00 %"). */
 export function pct(v) {
   if (v === null || v === undefined) return '—';

@@ -3,7 +3,7 @@
 // a quant reads (returns and drawdowns in percent, ratios to two decimals,
 // counts as integers, runtimes in ms/s). Pure functions returning strings;
 // no DOM, so node's test runner checks them (tests/browser/units.test.mjs).
-import { secs } from './format.js';
+import { secs, fixed } from './format.js';
 
 // kind: pct (a fraction shown as a percentage), ratio (dimensionless, two
 // decimals), score (the leaderboard score, four decimals), count, times
@@ -63,13 +63,6 @@ export function percent(v) {
   return `${n < 0 && Number(n.toFixed(d)) !== 0 ? '−' : ''}${s} %`;
 }
 
-/** fixed(v, d) -> v with d decimals and a true minus sign. */
-function fixed(v, d) {
-  const n = Number(v);
-  const s = Math.abs(n).toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
-  return `${n < 0 && Number(n.toFixed(d)) !== 0 ? '−' : ''}${s}`;
-}
-
 /**
  * metricValue(key, v) -> the value as a reader expects it; '—' for null
  * (undefined for this run), the raw text for anything not a finite number.
@@ -116,7 +109,7 @@ export function metricDelta(key, v, base) {
     case 'ratio': return `${sign}${fixed(d, 2)}`;
     case 'count': return `${sign}${Math.round(d).toLocaleString('en-US')}`;
     case 'times': return `${sign}${fixed(d, 2)} ×`;
-    case 'secs': return `${sign}${fixed(d, 3)} s`;
+    case 'secs': return `${d < 0 ? '−' : sign}${secs(Math.abs(d))}`;
     default: return `${sign}${fixed(d, 4)}`;
   }
 }

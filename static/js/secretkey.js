@@ -49,9 +49,9 @@ export function keyPanel(ctx, opts) {
     // per-user: "replace" only when the caller's own key is there
     const own = opts.perUser ? st.source === 'own' : st.set;
     const asDefault = opts.perUser && opts.admin ? h('input', { type: 'checkbox', name: 'default' }) : null;
-    const form = h('form', { class: 'secret', novalidate: true },
+    const form = h('form', { class: 'key-form', novalidate: true },
       field(own ? 'Replace the key' : 'Set the key', input),
-      asDefault ? h('label', { class: 'small' }, asDefault, ' Store as the server’s default for every user without their own key') : null,
+      asDefault ? h('label', { class: 'check small' }, asDefault, ' Store as the server’s default for every user without their own key') : null,
       h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, own ? 'Replace' : 'Save')));
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();

@@ -98,7 +98,7 @@ async function chartState(p) {
     const best = u.series.findIndex((s) => s.label === 'Best iteration');
     return {
       x: Array.from(u.data[0]), best: Array.from(u.data[best]), splits: Array.from(u.axes[0]._splits),
-      ticks: f.dataset.xTicks, bestAttr: f.dataset.bestIteration, label: f.querySelector('canvas').getAttribute('aria-label'),
+      yTicks: Array.from(u.axes[1]._values || [], String), ticks: f.dataset.xTicks, bestAttr: f.dataset.bestIteration, label: f.querySelector('canvas').getAttribute('aria-label'),
     };
   });
 }
@@ -157,6 +157,40 @@ test('the best iteration is marked in the table and on the chart, whose iteratio
   assert.ok(c.splits.length >= 2 && c.splits.every((v) => Number.isInteger(v)), `x splits ${c.splits}`);
   assert.ok(c.splits.includes(1) && c.splits.includes(2), `x splits ${c.splits}`);
   assert.ok(c.ticks.split(' ').every((t) => /^\d+$/.test(t)), `x tick labels ${c.ticks}`);
+  // the value axis writes its ticks with one number of decimals (0.560, 0.565, not 0.56, 0.565)
+  const decimals = new Set(c.yTicks.map((t) => (t.split('.')[1] || '').length));
+  assert.ok(c.yTicks.length >= 2 && decimals.size === 1, `y tick labels ${c.yTicks}`);
+  // the count under the chart says what it counts
+  const figText = await page.getByTestId('iteration-chart').innerText();
+  assert.match(figText, /\b2 iterations\b/);
+  assert.doesNotMatch(figText, /\bpoints\b/, 'iterations, not "points"');
+  // the table reads the challenge's metric by name, four decimals in every row,
+  // the sealed score next to the iteration (a phone shows it without scrolling)
+  const heads = await table.locator('table.data thead th').allInnerTexts();
+  assert.ok(heads.includes('Dev AUC (seen by the agent)') && heads.includes('Sealed holdout AUC'), heads.join(', '));
+  const sealed = await table.locator('tr[data-iteration]').evaluateAll((trs) => trs.map((tr) => tr.cells[1].innerText.trim()));
+  assert.deepEqual(sealed, ['0.6300', '0.5700']);
+  assert.deepEqual(problems, []);
+});
+
+test('the code of an iteration diffs against the best iteration, not only the previous one', async () => {
+  // iteration 1 is the best (set in before()), 2 the latest: against the
+  // best, iteration 2 shows exactly its one changed line, and the best
+  // itself shows its code as it is.
+  await open(page, `#/agents/${agentId}`);
+  await page.locator('[data-testid="iterations"] tr[data-iteration="2"]').waitFor();
+  await page.getByTestId('code-iteration').selectOption('2');
+  await page.getByTestId('code-against').selectOption('best');
+  const diff = page.getByTestId('code-diff');
+  await diff.waitFor();
+  assert.equal(await diff.getAttribute('aria-label'), 'Changes from iteration 1 to 2');
+  assert.deepEqual(await diff.locator('del').allInnerTexts(), ['-     pass\n']);
+  assert.deepEqual(await diff.locator('ins').allInnerTexts(), ['+     window = 60\n']);
+  await page.getByTestId('code-iteration').selectOption('1');
+  const text = page.getByTestId('code-text');
+  await text.waitFor();
+  assert.equal(await text.innerText(), 'class TechFeaturizer:\n    pass\n');
+  assert.match(await page.getByTestId('code').innerText(), /This is the best iteration/);
   assert.deepEqual(problems, []);
 });
 
@@ -179,6 +213,12 @@ test('the detail with content is axe-clean at laptop and phone width, without si
     v = await axe(p);
     assert.deepEqual(v, [], `phone:\n${formatViolations(v)}`);
     assert.ok(await horizontalOverflow(p) <= 1, 'the agent detail scrolls sideways at phone width');
+    // the sealed score's column is in view without scrolling the table sideways
+    const sealedTh = p.locator('table.data thead th', { hasText: /^Sealed holdout/ });
+    const wrap = p.getByTestId('iterations').locator('.table-wrap', { has: sealedTh });
+    const th = wrap.locator('table.data thead th', { hasText: /^Sealed holdout/ });
+    const [a, b] = [await th.boundingBox(), await wrap.boundingBox()];
+    assert.ok(a && b && a.x + a.width <= b.x + b.width + 1, `the Sealed column ends at ${a && a.x + a.width} px, the table's box at ${b && b.x + b.width} px`);
     await shot(p, 'agent-analysis-phone');
     assert.deepEqual(probs, []);
   } finally {

@@ -48,6 +48,24 @@ async function waitRoute(re, timeout = 20000) {
   return h.jsonValue();
 }
 
+/**
+ * assertCountsUp(el, path): the "N s so far" in el moves on by at least
+ * 1.5 s over 2.5 s, and the page (at path) was not reloaded meanwhile.
+ */
+async function assertCountsUp(el, path) {
+  const seconds = async () => {
+    const t = await el.textContent();
+    const m = /([\d.]+) (ms|s) so far/.exec(t);
+    assert.ok(m, `an elapsed time (${t})`);
+    return m[2] === 'ms' ? Number(m[1]) / 1000 : Number(m[1]);
+  };
+  const a = await seconds();
+  await page.waitForTimeout(2500);
+  const b = await seconds();
+  assert.ok(b - a >= 1.5, `the runtime moved on from ${a} s to ${b} s`);
+  assert.equal(page.url().split('#')[1], path, 'still the same page, never reloaded');
+}
+
 /** editorValue() -> the text in the page's code editor. */
 function editorValue() {
   return page.locator('.editor').evaluate((e) => e.codeEditor.value());
@@ -418,17 +436,7 @@ test('a running run\'s runtime counts up on the page without a reload', { timeou
   try {
     const el = page.getByTestId('elapsed');
     await el.waitFor({ timeout: RUN_TIMEOUT });
-    const seconds = async () => {
-      const t = await el.textContent();
-      const m = /([\d.]+) (ms|s) so far/.exec(t);
-      assert.ok(m, `an elapsed time (${t})`);
-      return m[2] === 'ms' ? Number(m[1]) / 1000 : Number(m[1]);
-    };
-    const a = await seconds();
-    await page.waitForTimeout(2500);
-    const b = await seconds();
-    assert.ok(b - a >= 1.5, `the runtime moved on from ${a} s to ${b} s`);
-    assert.equal(page.url().split('#')[1], path, 'still the same page, never reloaded');
+    await assertCountsUp(el, path);
   } finally {
     await apiFetch(page, `/runs/${id}/cancel`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
   }
@@ -549,6 +557,36 @@ test('submit a signal for a challenge and see the per-window chart', { timeout: 
   await shot(page, 'leaderboard-challenge-named');
 });
 
+test('a running evaluation shows when it started and its runtime counting up, without a reload', { timeout: 240000 }, async (t) => {
+  if (!made.challenge) {
+    t.skip('no challenge was evaluated in this session');
+    return;
+  }
+  // the template with a pause at every step: it stays running until cancelled
+  await open(page, `#/challenges/${encodeURIComponent(made.challenge)}`);
+  const slow = (await editorValue()).replace('import numpy as np', 'import time\nimport numpy as np')
+    .replace(/( +)def compute\(self, view\):\n/, '$1def compute(self, view):\n$1    time.sleep(0.2)\n');
+  assert.match(slow, /time\.sleep\(0\.2\)/);
+  await page.locator('.editor').evaluate((e, c) => e.codeEditor.setValue(c), slow);
+  await page.getByLabel('Name (optional)').fill(`slow ${stamp}`);
+  await page.getByRole('button', { name: 'Evaluate' }).click();
+  const path = await waitRoute(/^\/evaluations\/[^/]+$/);
+  const id = path.split('/').pop();
+  try {
+    await page.locator('[data-testid=eval-status] .st-running').waitFor({ timeout: 200000 });
+    const { body: ev } = await apiFetch(page, `/api/evaluations/${id}`);
+    assert.equal(ev.status, 'running');
+    const details = page.getByRole('region', { name: 'Evaluation details' });
+    const started = details.locator('dl > div', { has: page.locator('dt', { hasText: /^Started$/ }) }).locator('time');
+    assert.equal(await started.getAttribute('datetime'), new Date(ev.started_at.replace(' ', 'T').replace(/(\d)$/, '$1Z')).toISOString(), 'the start time');
+    const el = details.getByTestId('elapsed');
+    await assertCountsUp(el, path);
+    await shot(page, 'evaluation-running');
+  } finally {
+    await apiFetch(page, `/api/evaluations/${id}/cancel`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+  }
+});
+
 test('the overview lists the evaluation, run lists name the strategy', async (t) => {
   const name = `browser-bh-${stamp}`;
   if (made.runId) {
@@ -603,6 +641,17 @@ test('the runs list fills its columns: runtime, the failed run\'s error code, ve
   // version ids are written as ids (#N), not as per-strategy numbers (vN)
   const strategyCell = (await rowOf(made.runId).locator('.strategy-cell').textContent()).trim();
   assert.ok(strategyCell.endsWith(`#${made.versionId}`) && !strategyCell.includes(`v${made.versionId}`), strategyCell);
+  // the overview's latest runs too: every completed one has its runtime
+  await open(page, '#/');
+  const ov = page.locator('section[aria-labelledby=ov-runs] table.data');
+  const ovHead = await ov.locator('thead th').allTextContents();
+  const ovRows = await ov.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => Array.from(tr.cells, (c) => c.textContent.trim())));
+  const done = ovRows.filter((r) => r.includes('completed'));
+  assert.ok(ovHead.includes('Runtime') && done.length > 0, `the overview lists completed runs with a Runtime column (${ovHead.join(', ')})`);
+  for (const r of done) assert.match(r[ovHead.indexOf('Runtime')], /^\d+ ms$|^\d+\.\d\d s$|^\d+ min \d+ s$/, `a runtime in ${r.join(' | ')}`);
+  // the strategy's own page numbers its versions: its first is v1, whatever its id
+  await open(page, `#/strategies/${made.strategyId}`);
+  assert.equal((await page.locator(`table a[href="#/versions/${made.versionId}"]`).first().textContent()).trim(), `#${made.versionId} (v1)`);
   await open(page, '#/strategies');
   const srow = page.locator('tr', { hasText: `browser-bh-${stamp}` }).first();
   assert.match(await srow.textContent(), /simulate/, 'the strategy\'s kind');
@@ -643,7 +692,18 @@ test('compare two runs: what differs, metric deltas against the baseline, overla
   const [e1, e2] = await Promise.all([made.runId, made.smaRunId].map((id) => apiFetch(page, `/runs/${id}/equity`, { headers: { Accept: 'application/json' } })));
   assert.equal(Number(await page.getByTestId('compare-chart').getAttribute('data-points')), e1.body.equity.length + e2.body.equity.length,
     'every point of both curves');
-  assert.equal(await page.locator('[data-testid=compare-chart] .u-legend .u-series').count(), 3, 'the bar axis and two curves');
+  assert.equal(await page.locator('[data-testid=compare-chart] .u-legend .u-series').count(), 3, 'the x-axis and two curves');
+  // dated like the run page when both curves cover every bar of one gap-free dataset
+  const { body: ds } = await apiFetch(page, `/datasets/${encodeURIComponent(bh.dataset_version)}`);
+  const n = e1.body.equity.length;
+  const x0 = await page.evaluate(() => document.querySelector('[data-testid=compare-chart]').uplot.data[0][0]);
+  if (sma.dataset_version === bh.dataset_version && e2.body.equity.length === n && ds.bars === n
+      && ds.last_ts - ds.first_ts === (n - 1) * ds.interval_ms) {
+    assert.equal(x0, ds.first_ts / 1000, 'bar 0 is the dataset\'s first timestamp');
+    assert.match(await page.locator('[data-testid=compare-chart] .u-legend .u-series:first-child').textContent(), /Time/);
+  } else {
+    assert.equal(x0, 0, 'the bar index when the curves cannot be dated alike');
+  }
   const dl = page.waitForEvent('download');
   await page.getByRole('button', { name: 'Export as CSV' }).click();
   const file = await dl;
@@ -652,6 +712,13 @@ test('compare two runs: what differs, metric deltas against the baseline, overla
   assert.equal(csv.length, 3, 'a header and one line a run');
   assert.ok(csv[0].startsWith('run_id,') && csv[0].includes('total_return'));
   assert.ok(csv[1].startsWith(made.runId) && csv[2].startsWith(made.smaRunId));
+  const dlj = page.waitForEvent('download');
+  await page.getByRole('button', { name: 'Export as JSON' }).click();
+  const jfile = await dlj;
+  assert.equal(jfile.suggestedFilename(), 'runs-compared.json');
+  const runs = JSON.parse(readFileSync(await jfile.path(), 'utf8'));
+  assert.deepEqual(runs.map((r) => r.run_id), [made.runId, made.smaRunId], 'both runs, in order');
+  assert.equal(runs[1].metrics.total_return, sma.metrics.total_return, 'with their metrics as the API gave them');
   await shot(page, 'compare-runs');
   made.compare = `#/compare?runs=${made.runId},${made.smaRunId}`;
 });
@@ -721,15 +788,24 @@ test('Fetch data from the Data page against the local Binance stand-in: the prog
   await bar.waitFor({ timeout: 20000 });
   // sample the bar until the page redraws with the fetched window
   const seen = new Set();
+  const steps = new Set();
   const row90 = page.locator('tr[data-window="90"]');
   for (let i = 0; i < 1800; i += 1) {
     const st = await bar.evaluate((b) => (b.isConnected ? `${b.value}/${b.max}/${b.dataset.rows}` : null)).catch(() => null);
     if (st) seen.add(st);
+    const step = await page.getByTestId('fetch-step').textContent().catch(() => '');
+    if (step) steps.add(step);
     if (/partial|complete/.test(await row90.textContent().catch(() => ''))) break;
     await page.waitForTimeout(100);
   }
   assert.match(await row90.textContent(), /partial/, 'the 90-day window is cached (2 of 29 assets)');
   assert.ok(seen.size >= 2, `the progress moved: ${[...seen].join(' → ')}`);
+  // counts read as counts (grouped), and the assets counted once (in the label above)
+  assert.ok(steps.size > 0, 'a step was shown');
+  for (const t of steps) {
+    assert.doesNotMatch(t, /\d{4}/, `an ungrouped count in "${t}"`);
+    assert.doesNotMatch(t, /assets/, `the assets counted again in "${t}"`);
+  }
   const { body } = await apiFetch(page, '/api/data-cache/status?days_back=90');
   assert.equal(body.status, 'completed');
   assert.equal(body.assets_done, 2);
@@ -889,6 +965,16 @@ test('a phone-sized screen never scrolls sideways; screenshots of each page', as
       assert.ok(a && b && a.x + a.width <= b.x + b.width + 1 && a.x + a.width <= PHONE.width,
         `Score header ends at ${a && a.x + a.width} px, the table's visible box at ${b && b.x + b.width} px`);
     });
+    if (made.compare) {
+      await t.test('the compared runs\' metrics show the baseline\'s values beside their names without scrolling sideways', async () => {
+        await open(p, made.compare);
+        const sec = p.getByTestId('compare-metrics');
+        const th = sec.locator('table.data thead th', { hasText: /\(baseline\)/ });
+        const [a, b] = [await th.boundingBox(), await sec.locator('.table-wrap').boundingBox()];
+        assert.ok(a && b && a.x + a.width <= b.x + b.width + 1,
+          `the baseline column ends at ${a && a.x + a.width} px, the table's visible box at ${b && b.x + b.width} px`);
+      });
+    }
     assert.deepEqual(probs, [], 'no CSP violations or page errors on the phone');
   } finally {
     await phone.close();

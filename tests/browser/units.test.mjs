@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApiError, qs, rows } from '../../static/js/api.js';
-import { num, pct, secs, bytes, toDate, label, isActive } from '../../static/js/format.js';
+import { num, pct, secs, bytes, toDate, label, isActive, fixed, tickLabels } from '../../static/js/format.js';
 import { drawdown } from '../../static/js/chart.js';
 import { parseEquity, windowKey, verdict } from '../../static/js/results.js';
 import { signalTemplate, STRATEGY_TEMPLATES } from '../../static/js/templates.js';
@@ -67,6 +67,11 @@ test('numbers, percentages, durations and sizes for people', () => {
   assert.equal(bytes(512), '512 B');
   assert.equal(label('max_drawdown'), 'Max drawdown');
   assert.ok(isActive('queued') && isActive('running') && !isActive('failed'));
+  // a column of one measure keeps its decimals; an axis writes its ticks alike
+  assert.deepEqual([fixed(0.55826, 4), fixed(0.63, 4), fixed(null, 4)], ['0.5583', '0.6300', '—']);
+  assert.deepEqual(tickLabels([0.56, 0.565, 0.5700000000000001, 0.575]), ['0.560', '0.565', '0.570', '0.575']);
+  assert.deepEqual(tickLabels([0.4, 0.6, 0.8, 1]), ['0.4', '0.6', '0.8', '1.0']);
+  assert.deepEqual(tickLabels([-2000, 0, 2000]), ['-2,000', '0', '2,000']);
 });
 
 test('timestamps in the shapes the API uses', () => {
@@ -200,6 +205,9 @@ test('exports: CSV fields quoted as RFC 4180 asks, metric deltas in the metric\'
   assert.equal(metricDelta('sharpe', -1, 0.5), '−1.50');
   assert.equal(metricDelta('n_bars', 10, 10), '0');
   assert.equal(metricDelta('score', 0.2, null), '—');
+  // a runtime delta in the unit its values are read in
+  assert.equal(metricDelta('runtime_s', 0.646, 0.28), '+366 ms');
+  assert.equal(metricDelta('runtime_s', 0.28, 2.5), '−2.22 s');
 });
 
 test('agents pages: the line diff, the field a create error names, iteration figures', async () => {
@@ -230,6 +238,7 @@ test('agents pages: the line diff, the field a create error names, iteration fig
   assert.equal(usd(0.0125), '$0.0125');
   assert.equal(usd(12.5), '$12.50');
   assert.equal(usd(null), '—');
+  assert.equal(usd(0), '$0.00', 'nothing spent reads in cents');
   assert.equal(devMetric({ metrics: { mean_auc: 0.57 }, score: 0.1 }, 'mean_auc'), 0.57);
   assert.equal(devMetric({ metrics: {}, score: 0.1 }, 'mean_auc'), 0.1);
   assert.equal(devMetric({ metrics: null, score: null }, 'mean_auc'), null);

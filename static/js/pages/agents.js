@@ -8,7 +8,7 @@
 // in an alert above the button.
 import { api, post, NOT_MODIFIED, ApiError } from '../api.js';
 import { h, clear, append, field, table, link, nextId } from '../dom.js';
-import { num, ago } from '../format.js';
+import { num, ago, fixed } from '../format.js';
 import { poll } from '../poll.js';
 import { announce, navigate } from '../app.js';
 import { pageHead, challengeMap, shortId } from './common.js';
@@ -167,7 +167,7 @@ function agentTable(list) {
     { label: 'Status', cell: (a) => agentBadge(a.status, a.paused) },
     { label: 'Iterations', num: true, sort: (a) => a.iteration_count, cell: (a) => `${num(a.iteration_count)} / ${num(a.config ? a.config.max_iterations : null)}` },
     { label: 'Best sealed score', num: true, title: 'The best iteration\'s score on the sealed holdout (never shown to the agent)',
-      sort: (a) => a.best_score, cell: (a) => (a.best_score === null || a.best_score === undefined ? '—' : `${num(a.best_score, 4)} (#${a.best_iteration})`) },
+      sort: (a) => a.best_score, cell: (a) => (a.best_score === null || a.best_score === undefined ? '—' : `${fixed(a.best_score, 4)} (#${a.best_iteration})`) },
     { label: 'Challenge', cell: (a) => (a.config && a.config.challenge) || '—' },
     { label: 'Driver', cell: (a) => (a.config ? `${a.config.driver}${a.config.driver !== 'builtin' ? ` · ${a.config.model}` : ''}` : '—') },
     { label: 'Cost', num: true, sort: (a) => a.total_cost, cell: (a) => usd(a.total_cost) },

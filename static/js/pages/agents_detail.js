@@ -14,7 +14,7 @@
 // chat are fetched again when an iteration is scored or a message is sent.
 import { api, post } from '../api.js';
 import { h, clear, append, dl, table, link, field } from '../dom.js';
-import { num, secs, when, ago, fullHash } from '../format.js';
+import { num, fixed, secs, when, ago, fullHash } from '../format.js';
 import { chart } from '../chart.js';
 import { poll } from '../poll.js';
 import { announce, navigate, confirmDialog } from '../app.js';
@@ -47,7 +47,7 @@ function summaryPanel(a) {
     ['Goal', h('span', { class: 'prewrap' }, String(c.goal || ''))],
     ['Driver', c.driver ? `${c.driver}${c.driver !== 'builtin' ? ` (model ${c.model})` : ''}` : null],
     ['Iterations', h('span', { 'data-testid': 'iteration-count' }, `${num(a.iteration_count)} done; minimum ${num(c.min_iterations)}, maximum ${num(c.max_iterations)}`)],
-    ['Best iteration', a.best_iteration ? `#${a.best_iteration}: sealed score ${num(a.best_score, 5)}${c.best_by === 'forward' ? ' (by forward score)' : ''}` : 'none yet'],
+    ['Best iteration', a.best_iteration ? `#${a.best_iteration}: sealed score ${fixed(a.best_score, 4)}${c.best_by === 'forward' ? ' (by forward score)' : ''}` : 'none yet'],
     ['Days of history', c.days_back !== undefined ? num(c.days_back) : null],
     ['Dataset', c.dataset_version ? h('span', null, String(c.dataset_version), ' ', fullHash(c.dataset_hash)) : null],
     ['Wall time', budgetText(b, 'wall_s', secs) || (b.wall_s_used !== undefined ? `${secs(b.wall_s_used)} used` : null)],
@@ -83,7 +83,7 @@ function iterationsPanel(a, pm, signal) {
   const ho = its.map((it) => (it.holdout_score === null || it.holdout_score === undefined ? null : Number(it.holdout_score)));
   const best = its.map((it, i) => (it.iteration === a.best_iteration ? (ho[i] ?? dev[i]) : null));
   const c = chart({
-    title: `${pm.label} by iteration (${pm.direction} is better)`, testid: 'iteration-chart', x, xLabel: 'Iteration', xInteger: true, signal, height: 220,
+    title: `${pm.label} by iteration (${pm.direction} is better)`, testid: 'iteration-chart', x, xLabel: 'Iteration', xInteger: true, xUnit: 'iterations', signal, height: 220,
     series: [
       { label: 'Dev (seen by the agent)', values: dev, color: '#0c6fb0', points: true },
       { label: 'Sealed holdout', values: ho, color: '#c2410c', points: true },
@@ -96,8 +96,9 @@ function iterationsPanel(a, pm, signal) {
   box.append(c.figure, table([
     { label: 'Iteration', num: true, cell: (it) => h('span', null, String(it.iteration),
       it.iteration === a.best_iteration ? h('span', null, ' ', h('span', { class: 'badge st-completed', 'data-testid': 'best-mark' }, 'best')) : null) },
-    { label: `${pm.key} (dev, shown to the agent)`, num: true, cell: (it) => num(devMetric(it, pm.key), 5) },
-    { label: 'Sealed holdout score', num: true, title: 'Scored on the last 20 days, which the agent never sees', cell: (it) => num(it.holdout_score, 5) },
+    // the sealed score first: it is what counts, and a phone shows it without scrolling
+    { label: `Sealed holdout ${pm.label}`, num: true, title: 'Scored on the last 20 days, which the agent never sees', cell: (it) => fixed(it.holdout_score, 4) },
+    { label: `Dev ${pm.label} (seen by the agent)`, num: true, title: `${pm.key} on the development windows, the figure the agent is shown`, cell: (it) => fixed(devMetric(it, pm.key), 4) },
     { label: 'Error', cell: (it) => (it.has_error
       ? h('span', { class: 'badge st-failed', title: String(it.error || it.holdout_error || '') }, 'error')
       : 'no') },

@@ -76,11 +76,12 @@ export function iterCost(it) {
   return t && Number.isFinite(Number(t.cost)) ? Number(t.cost) : null;
 }
 
-/** usd(v) -> "$0.0123" (four decimals below a dollar, two above), or '—'. */
+/** usd(v) -> "$0.0123" (four decimals below a dollar, two above and for nothing spent: "$0.00"), or '—'. */
 export function usd(v) {
   const n = Number(v);
   if (v === null || v === undefined || !Number.isFinite(n)) return '—';
-  return `$${n.toFixed(Math.abs(n) < 1 ? 4 : 2)}`;
+  // an LLM turn costs fractions of a cent, so four decimals below a dollar
+  return `$${n.toFixed(n !== 0 && Math.abs(n) < 1 ? 4 : 2)}`;
 }
 
 /** devMetric(it, primary) -> the dev-walk-forward value the agent saw. */

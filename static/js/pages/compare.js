@@ -12,6 +12,7 @@ import { pageHead, pick, shortId } from './common.js';
 import { metricName, metricValue, metricFormula, metricDelta } from '../metrics.js';
 import { parseEquity } from '../results.js';
 import { download, toCsv } from '../export.js';
+import { barTimes, datasetOf } from './run.js';
 
 const MAX_RUNS = 8;
 const COLORS = ['#1d5bb8', '#b42318', '#067647', '#7a2e0b', '#6941c6', '#0e7490', '#a15c07', '#344054'];
@@ -85,7 +86,9 @@ export async function render(ctx) {
     h('button', { type: 'button', on: { click: () => download('runs-compared.csv', 'text/csv', toCsv(flat)) } }, 'Export as CSV'),
     h('button', { type: 'button', on: { click: () => download('runs-compared.json', 'application/json', JSON.stringify(runs, null, 2)) } }, 'Export as JSON')));
 
-  // Equity curves overlaid, by bar (curves of other lengths end where they end).
+  // Equity curves overlaid: by date when every curve spans every bar of one
+  // gap-free dataset (as on the run page), else by bar (curves of other
+  // lengths end where they end).
   const box = h('section', { class: 'panel', 'aria-labelledby': 'cmp-eq' }, h('h2', { id: 'cmp-eq' }, 'Equity curves'));
   root.append(box);
   const done = runs.filter((r) => r.status === 'completed');
@@ -94,13 +97,17 @@ export async function render(ctx) {
   if (ctx.signal.aborted) return;
   const ok = done.map((r, i) => [r, curves[i]]).filter(([, c]) => c && c.equity.length);
   const n = Math.max(...ok.map(([, c]) => c.equity.length));
-  const x = Array.from({ length: n }, (_, i) => i);
+  const versions = new Set(ok.map(([r]) => r.dataset_version));
+  const aligned = versions.size === 1 && ok.every(([, c]) => c.equity.length === n);
+  const times = !aligned ? null : ok[0][1].time ? ok[0][1].x : barTimes(n, await datasetOf(ok[0][0].dataset_version));
+  if (ctx.signal.aborted) return;
+  const x = times || Array.from({ length: n }, (_, i) => i);
   const series = ok.map(([r, c], i) => ({
     label: name(r), color: COLORS[i % COLORS.length],
-    values: x.map((j) => (j < c.equity.length ? c.equity[j] : null)),
+    values: x.map((_, j) => (j < c.equity.length ? c.equity[j] : null)),
   }));
   const fig = chart({
-    title: 'Equity curves, overlaid', testid: 'compare-chart', x, xLabel: 'bar', signal: ctx.signal, series,
+    title: 'Equity curves, overlaid', testid: 'compare-chart', x, time: Boolean(times), xLabel: 'bar', xUnit: 'bars', signal: ctx.signal, series,
     summary: ok.map(([r, c]) => `${name(r)}: ${num(c.equity[0])} to ${num(c.equity[c.equity.length - 1])} over ${num(c.equity.length)} bars`).join('; '),
   });
   box.append(fig.figure, h('ul', { class: 'small' }, ok.map(([r]) => h('li', null, link(`#/runs/${encodeURIComponent(r.run_id)}`, name(r)), ' ', statusBadge(r.status)))));

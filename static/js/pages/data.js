@@ -82,7 +82,10 @@ function progressPanel(ctx, onDone) {
     bar.max = Math.max(total, 1);
     bar.value = Math.min(done, bar.max);
     label.textContent = `${st.window || `${st.days_back}-day window`}: ${num(done)} of ${num(total)} assets, ${st.status}`;
-    detail.textContent = [st.step, st.rows_fetched !== undefined && st.rows_fetched !== null ? `${num(st.rows_fetched)} candles fetched` : null]
+    // the runner's step repeats its counts after a colon ("fetching 1m candles: 2/6
+    // assets, 529808 candles"): the phase only, the counts are written above and here
+    const phase = String(st.step || '').replace(/:[^]*$/, '');
+    detail.textContent = [phase, st.rows_fetched !== undefined && st.rows_fetched !== null ? `${num(st.rows_fetched)} candles fetched` : null]
       .filter(Boolean).join(' · ');
     bar.dataset.rows = String(st.rows_fetched ?? 0);
   }
@@ -121,7 +124,7 @@ function fetchForm(prog) {
   const form = h('form', { class: 'stack panel', 'aria-labelledby': 'data-fetch', novalidate: true },
     h('h2', { id: 'data-fetch' }, 'Fetch data'),
     h('p', { class: 'small muted' }, 'A runner downloads the window\'s 1-minute candles from Binance, stores a new version, registers it and moves the window to it.'),
-    h('div', { class: 'fields' }, field('Window', days), field('Assets (optional)', assets, 'Comma-separated, e.g. BTC,ETH; empty: all 29.')),
+    h('div', { class: 'fields top' }, field('Window', days), field('Assets (optional)', assets, 'Comma-separated, e.g. BTC,ETH; empty: all 29.')),
     err, h('div', { class: 'actions' }, btn));
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();

@@ -66,7 +66,7 @@ function resultPanels(ctx, ev, ch, box) {
   ];
   if (base !== null) series.push({ label: 'Baseline', values: x.map(() => base), color: '#374151', dash: [6, 4], width: 1.5 });
   const c = chart({
-    title: `${mlabel} per walk-forward window`, testid: 'window-chart', x, xLabel: 'Window', signal: ctx.signal, height: 240,
+    title: `${mlabel} per walk-forward window`, testid: 'window-chart', x, xLabel: 'Window', xUnit: 'windows', signal: ctx.signal, height: 240,
     series,
     summary: `${windows.length} windows: ${nDev} dev and ${nHo} holdout.${base !== null ? ` Baseline ${base}.` : ''}`,
   });

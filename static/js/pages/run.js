@@ -141,7 +141,7 @@ async function chartsPanel(ctx, id, box, run) {
   let ddPlot = null; // the drawdown chart follows the equity chart's zoom
   let posPlot = null; // and so does the position chart of a positions run
   const eqChart = chart({
-    title: 'Equity curve', testid: 'equity-chart', x: eq.x, time: eq.time, signal: ctx.signal,
+    title: 'Equity curve', testid: 'equity-chart', x: eq.x, time: eq.time, xUnit: 'bars', signal: ctx.signal,
     onXScale: (min, max) => {
       if (ddPlot) ddPlot.setScale('x', { min, max });
       if (posPlot) posPlot.setScale('x', { min, max });
@@ -152,7 +152,7 @@ async function chartsPanel(ctx, id, box, run) {
       + (bench ? ` Buy and hold of the asset over the same bars ends at ${num(bench[bench.length - 1])}.` : ''),
   });
   const ddChart = chart({
-    title: 'Drawdown', testid: 'drawdown-chart', x: eq.x, time: eq.time, signal: ctx.signal, height: 180,
+    title: 'Drawdown', testid: 'drawdown-chart', x: eq.x, time: eq.time, xUnit: 'bars', signal: ctx.signal, height: 180,
     series: [{ label: 'Drawdown', values: dd, color: '#b42318', fill: 'rgba(180,35,24,0.12)' }],
     yFormat: (v) => `${(v * 100).toFixed(1)} %`,
     summary: `Drawdown from the running peak; deepest ${(minDd * 100).toFixed(2)} %.`,
@@ -165,7 +165,7 @@ async function chartsPanel(ctx, id, box, run) {
   if (!trades || ctx.signal.aborted) return;
   if (Array.isArray(trades.positions) && trades.positions.length === eq.equity.length) {
     const posChart = chart({
-      title: 'Position', testid: 'position-chart', x: eq.x, time: eq.time, signal: ctx.signal, height: 150,
+      title: 'Position', testid: 'position-chart', x: eq.x, time: eq.time, xUnit: 'bars', signal: ctx.signal, height: 150,
       series: [{ label: 'Exposure', values: trades.positions, color: '#6b3fa0', fill: 'rgba(107,63,160,0.10)' }],
       yFormat: (v) => `${(v * 100).toFixed(0)} %`,
       summary: `Exposure held after each bar's close (fraction of equity; negative is short), from ${pct(Math.min(...trades.positions))} to ${pct(Math.max(...trades.positions))}.`,
@@ -250,7 +250,7 @@ function tradesPanel(ctx, id, first) {
 
 const datasets = new Map();
 /** datasetOf(version) -> GET /datasets/{version} (once per page load), or null. */
-function datasetOf(version) {
+export function datasetOf(version) {
   if (!version) return Promise.resolve(null);
   if (!datasets.has(version)) datasets.set(version, api(`/datasets/${encodeURIComponent(version)}`).catch(() => null));
   return datasets.get(version);

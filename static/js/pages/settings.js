@@ -175,7 +175,7 @@ export async function render(ctx) {
   }));
   root.append(keyPanel(ctx, {
     id: 'set-coinglass', title: 'CoinGlass API key', path: '/api/coinglass-key', admin: Boolean(me && me.role === 'admin'),
-    hint: 'For the CoinGlass derivatives layer of the market data (the fetcher that uses it is not built yet). Encrypted at rest on the server; only a mask is ever shown.',
+    hint: 'For the CoinGlass derivatives fields of the market data: while a key is set, Fetch data on the Data page fetches them into the new version too. Encrypted at rest on the server; only a mask is ever shown.',
   }));
   if (me && me.role === 'admin') {
     const users = h('section', { class: 'panel', 'aria-labelledby': 'set-users' });

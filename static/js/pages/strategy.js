@@ -24,8 +24,12 @@ export async function render(ctx) {
   ])));
 
   root.append(h('h2', null, 'Versions'));
+  // v1, v2, … in the order this strategy's versions were stored (their ids ascend)
+  const ordinal = new Map([...versions].sort((a, b) => Number(pick(a, 'strategy_version_id', 'id')) - Number(pick(b, 'strategy_version_id', 'id')))
+    .map((v, i) => [v, pick(v, 'version', 'number') ?? i + 1]));
   root.append(table([
-    { label: 'Version', cell: (v) => link(`#/versions/${encodeURIComponent(pick(v, 'strategy_version_id', 'id'))}`, `#${pick(v, 'strategy_version_id', 'id')}${pick(v, 'version', 'number') !== undefined ? ` (v${pick(v, 'version', 'number')})` : ''}`) },
+    { label: 'Version', title: 'The version id (#, numbered across all strategies) and the version of this strategy (v1 its first)',
+      cell: (v) => link(`#/versions/${encodeURIComponent(pick(v, 'strategy_version_id', 'id'))}`, `#${pick(v, 'strategy_version_id', 'id')} (v${ordinal.get(v)})`) },
     { label: 'Kind', cell: (v) => String(pick(v, 'kind') ?? '—') },
     { label: 'Code hash', cell: (v) => hash(pick(v, 'code_hash')) },
     { label: 'Submitted', cell: (v) => ago(pick(v, 'created_at', 'submitted_at')) },
