@@ -10,9 +10,12 @@ live process whose session is one the stack started (the runner with its
 sandbox helpers, zygotes and the runs they reaped; the pool; nginx;
 MariaDB), read from /proc before and after.
 """
+import getpass
 import http.client
 import json
 import os
+import re
+import subprocess
 import statistics
 import sys
 import threading
@@ -190,6 +193,42 @@ def in_process_cost(n):
     return (time.process_time() - c0) / n * 1000, (time.perf_counter() - t0) / n * 1000
 
 
+def mariadb(run_dir, sql):
+    """Run sql on the stack's MariaDB (its unix socket in run_dir, the OS user's account)."""
+    subprocess.run(["mariadb", "--no-defaults", "--protocol=socket", "--socket=" + os.path.join(run_dir, "mysqld.sock"),
+                    "-u", getpass.getuser(), "-N", "-e", sql], check=True, stdout=subprocess.DEVNULL)
+
+
+def sql_shape(text):
+    """A statement with its literals and whitespace folded, so its executions group together."""
+    text = re.sub(r"'(?:[^'\\]|\\.)*'", "?", text)
+    text = re.sub(r"\b\d+(?:\.\d+)?(?:e[-+]?\d+)?\b", "?", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def sql_per_run(run_dir, work, n_runs):
+    """MariaDB's general log over work(): (round trips per run, [(per run, statement shape)]).
+    A round trip is a text query, a prepared statement's execution or a prepare."""
+    path = os.path.join(run_dir, "general-%d.log" % time.monotonic_ns())
+    mariadb(run_dir, "SET GLOBAL log_output = 'FILE'; SET GLOBAL general_log_file = '%s'; "
+            "SET GLOBAL general_log = 1" % path)
+    try:
+        work()
+    finally:
+        mariadb(run_dir, "SET GLOBAL general_log = 0")
+    shapes = {}
+    for line in open(path, errors="replace"):
+        m = re.match(r"^(?:\d{6}\s+[\d:]+\s+)?\s*\d+\s+(Query|Execute|Prepare|Close stmt|Reset stmt|Quit|Connect"
+                     r"|Init DB|Ping)\t(.*)$", line)
+        if not m or m.group(1) not in ("Query", "Execute", "Prepare", "Ping") or "general_log" in m.group(2):
+            continue   # a continuation line of a multi-line statement, or no round trip of a run
+        key = m.group(1) + " " + sql_shape(m.group(2)) if m.group(1) in ("Prepare", "Ping") else sql_shape(m.group(2))
+        shapes[key] = shapes.get(key, 0) + 1
+    os.unlink(path)
+    rows = sorted(((v / n_runs, k) for k, v in shapes.items()), reverse=True)
+    return sum(v for v, _ in rows), rows
+
+
 def loadavg():
     return open("/proc/loadavg").read().split()[0]
 
@@ -225,6 +264,25 @@ def main():
         print("%-14s %s" % ("", "  ".join(
             "%s %.1f" % (k, ((p1[k][0] + p1[k][1]) - (p0.get(k, (0, 0))[0] + p0.get(k, (0, 0))[1])) / n_seq * 1000)
             for k in sorted(p1))))
+
+    for nc in (1, 4):
+        per = max(1, n_seq // nc)
+
+        def burst():
+            def loop():
+                cl = Client(base)
+                for _ in range(per):
+                    ours.run(cl, vid)
+            th = [threading.Thread(target=loop) for _ in range(nc)]
+            for x in th:
+                x.start()
+            for x in th:
+                x.join()
+        total, rows = sql_per_run(run_dir, burst, per * nc)
+        print("\nSQL round trips per 5-bar run, %d client%s (MariaDB general log): %.1f" % (nc, "s"[:nc > 1], total))
+        if os.environ.get("SQL_DETAIL") == "1":
+            for v, k in rows:
+                print("  %6.2f  %s" % (v, k[:150]))
 
     cpu, wall = in_process_cost(2000)
     print("%-14s %10s %10s %10.3f %10.3f   (baseline: unsandboxed in-process call under %s, no HTTP/DB)"
