@@ -259,7 +259,12 @@ static void slot_run(struct slot *s, struct db *c, struct jobq_job *j)
 		break;
 	case JOBQ_WRITTEN:
 		atomic_fetch_add(&R.completed, 1);
-		jobwait_wake_all(R.notify_dir);   /* requests waiting for a job re-read it */
+		/* a run's waiter learns it is final without a read; other waiters
+		 * (another run's, an agent's event stream) re-read what they wait for */
+		if (j->lease.kind == &run_kind)
+			jobwait_wake_done(R.notify_dir, id);
+		else
+			jobwait_wake_all(R.notify_dir);
 		log_run(LOG_LVL_DEBUG, j->lease.kind == &run_kind ? "run_done" : "job_done", id,
 			o.status == JOB_COMPLETED ? "completed" : o.error_code[0] ? o.error_code : "failed");
 		break;
