@@ -172,17 +172,12 @@ static int claim_kind(struct db *db, const char *owner, const struct job_kind *k
 }
 
 /*
- * How many queued rows each kind has, counted up to 2 (none, one, more), in
- * one statement with neither a transaction nor a lock: n[i] for kind
- * q->k[i]. Most claims find nothing (a slot that just finished, a wake-up
- * another slot served), and this makes such a claim one round trip instead
- * of four per kind; "more than one" tells a slot that claimed one whether
- * another slot should look too. A hint only: a row seen here may be claimed
- * by another runner first (the locking claim then finds none), and a row
- * committed just after it is found by the next claim, exactly as after an
- * empty locking claim. 0 or -1.
+ * How many rows matching `where` each kind's table has, counted up to
+ * `limit`, in one statement with neither a transaction nor a lock: n[i] for
+ * kind q->k[i]. `where` is a constant of the caller (never input). 0 or -1.
  */
-static int queued_kinds(struct db *db, const struct jobq *q, unsigned n[JOBQ_KINDS_MAX], struct buf *err)
+static int kind_counts(struct db *db, const struct jobq *q, const char *where, unsigned limit,
+		       unsigned n[JOBQ_KINDS_MAX], struct buf *err)
 {
 	char sql[SQL_MAX];
 	struct db_col c[JOBQ_KINDS_MAX];
@@ -190,16 +185,31 @@ static int queued_kinds(struct db *db, const struct jobq *q, unsigned n[JOBQ_KIN
 	size_t off = (size_t)snprintf(sql, sizeof sql, "SELECT ");
 	for (size_t i = 0; i < q->n && off < sizeof sql; i++) {
 		c[i] = (struct db_col)DB_COL_INT;
-		off += (size_t)snprintf(sql + off, sizeof sql - off, "%s(SELECT COUNT(*) FROM (SELECT 1 FROM %s WHERE "
-					"status = 'queued' LIMIT 2) AS q%zu)", i ? ", " : "", q->k[i].kind->table, i);
+		off += (size_t)snprintf(sql + off, sizeof sql - off, "%s(SELECT COUNT(*) FROM (SELECT 1 FROM %s WHERE %s "
+					"LIMIT %u) AS k%zu)", i ? ", " : "", q->k[i].kind->table, where, limit, i);
 	}
 	if (off >= sizeof sql)
-		abort();   /* the kinds' table names are constants far below SQL_MAX */
+		abort();   /* the kinds' table names and the conditions are constants far below SQL_MAX */
 	if (db_run(db, sql, NULL, 0, c, q->n, db_row_once, &found, NULL, err) != 0)
 		return -1;
 	for (size_t i = 0; i < q->n; i++)
 		n[i] = found && !c[i].is_null && c[i].i > 0 ? (unsigned)c[i].i : 0;
 	return 0;
+}
+
+/*
+ * How many queued rows each kind has, counted up to 2 (none, one, more)
+ * (kind_counts). Most claims find nothing (a slot that just finished, a
+ * wake-up another slot served), and this makes such a claim one round trip
+ * instead of four per kind; "more than one" tells a slot that claimed one
+ * whether another slot should look too. A hint only: a row seen here may be
+ * claimed by another runner first (the locking claim then finds none), and
+ * a row committed just after it is found by the next claim, exactly as after
+ * an empty locking claim. 0 or -1.
+ */
+static int queued_kinds(struct db *db, const struct jobq *q, unsigned n[JOBQ_KINDS_MAX], struct buf *err)
+{
+	return kind_counts(db, q, "status = 'queued'", 2, n, err);
 }
 
 int jobq_claim(struct db *db, const struct jobq *q, struct jobq_job *j, struct buf *err)
@@ -549,45 +559,27 @@ fail:
 }
 
 /*
- * Which kinds have an expired lease, in one statement with neither a
- * transaction nor a lock (bit i for q->k[i]; each EXISTS reads the
+ * Which kinds have an expired lease (kind_counts up to 1, each reading the
  * (status, lease_expires_at) index). Nearly every reap finds none, and this
  * makes it one round trip instead of a locking transaction per kind. A hint
  * only: a lease renewed after it is read is skipped by the locking SELECT,
  * and one that expires after it by the next reap. 0 or -1.
  */
-static int expired_kinds(struct db *db, const struct jobq *q, unsigned *mask, struct buf *err)
+static int expired_kinds(struct db *db, const struct jobq *q, unsigned n[JOBQ_KINDS_MAX], struct buf *err)
 {
-	char sql[SQL_MAX];
-	struct db_col c[JOBQ_KINDS_MAX];
-	bool found = false;
-	size_t off = (size_t)snprintf(sql, sizeof sql, "SELECT ");
-	for (size_t i = 0; i < q->n && off < sizeof sql; i++) {
-		c[i] = (struct db_col)DB_COL_INT;
-		off += (size_t)snprintf(sql + off, sizeof sql - off, "%sEXISTS (SELECT 1 FROM %s WHERE status = 'running' "
-					"AND lease_expires_at < NOW(6))", i ? ", " : "", q->k[i].kind->table);
-	}
-	if (off >= sizeof sql)
-		abort();   /* the kinds' table names are constants far below SQL_MAX */
-	*mask = 0;
-	if (db_run(db, sql, NULL, 0, c, q->n, db_row_once, &found, NULL, err) != 0)
-		return -1;
-	for (size_t i = 0; found && i < q->n; i++)
-		if (!c[i].is_null && c[i].i != 0)
-			*mask |= 1u << i;
-	return 0;
+	return kind_counts(db, q, "status = 'running' AND lease_expires_at < NOW(6)", 1, n, err);
 }
 
 int jobq_reap(struct db *db, const struct jobq *q, struct buf *err)
 {
-	unsigned expired;
+	unsigned expired[JOBQ_KINDS_MAX];
 	int total = 0;
 	if (q->n == 0)
 		return 0;
-	if (expired_kinds(db, q, &expired, err) != 0)
+	if (expired_kinds(db, q, expired, err) != 0)
 		return -1;
 	for (size_t i = 0; i < q->n; i++) {
-		if (!(expired & (1u << i)))
+		if (expired[i] == 0)
 			continue;
 		int n = reap_kind(db, q->k[i].kind, err);
 		if (n < 0)
