@@ -127,8 +127,10 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, int(q * (len(xs) - 1) + 0.5))]
 
 
-def rate(t, n_clients, duration, submit):
-    """Runs/s of n_clients looping for duration s (each: [submit new code,] run)."""
+def rate(t, n_clients, duration, submit, sessions=None):
+    """(runs/s, {component: CPU ms per run}) of n_clients looping for duration s
+    (each: [submit new code,] run); the CPU of the stack's components when sessions
+    (stack_sessions) are given, else {}."""
     vid = t.submit(Client(t.base), BH, "cost-bh")
     counts = [0] * n_clients
     stop = time.perf_counter() + duration
@@ -147,6 +149,7 @@ def rate(t, n_clients, duration, submit):
             errors.append(repr(exc))
 
     th = [threading.Thread(target=loop, args=(k,)) for k in range(n_clients)]
+    p0 = cpu_by_part(sessions) if sessions else {}
     t0 = time.perf_counter()
     for x in th:
         x.start()
@@ -154,7 +157,11 @@ def rate(t, n_clients, duration, submit):
         x.join()
     if errors:
         raise RuntimeError(errors[0])
-    return sum(counts) / (time.perf_counter() - t0)
+    runs_s = sum(counts) / (time.perf_counter() - t0)
+    p1 = cpu_by_part(sessions) if sessions else {}
+    n = max(1, sum(counts))
+    cpu = {k: ((p1[k][0] + p1[k][1]) - (p0.get(k, (0, 0))[0] + p0.get(k, (0, 0))[1])) / n * 1000 for k in p1}
+    return runs_s, cpu
 
 
 def latencies(t, n):
@@ -298,10 +305,11 @@ def main():
         res[name] = {}
         for submit in (False, True):
             for n in clients:
-                res[name][(submit, n)] = rate(t, n, duration, submit)
+                res[name][(submit, n)] = rate(t, n, duration, submit, sessions if name == "ours" else None)
         res[name]["lat"] = latencies(t, max(20, n_seq // 2))
 
-    print("\n2. runs/s, 5 bars, %.0f s per figure (load now %s)" % (duration, loadavg()))
+    print("\n2. runs/s, 5 bars, %.0f s per figure, then our CPU ms per run by component (load now %s)"
+          % (duration, loadavg()))
     head = "%-30s" % "clients / loop" + "".join("%12s" % n for n, _ in targets)
     if orig:
         head += "%12s" % "ratio"
@@ -309,9 +317,11 @@ def main():
     for submit in (False, True):
         for n in clients:
             row = "%-30s" % ("%d, %s" % (n, "submit + run" if submit else "repeat one version"))
-            row += "".join("%12.1f" % res[name][(submit, n)] for name, _ in targets)
+            row += "".join("%12.1f" % res[name][(submit, n)][0] for name, _ in targets)
             if orig:
-                row += "%12.2f" % (res["ours"][(submit, n)] / res["original"][(submit, n)])
+                row += "%12.2f" % (res["ours"][(submit, n)][0] / res["original"][(submit, n)][0])
+            # CPU ms per run of each component of our stack
+            row += "   " + "  ".join("%s %.1f" % kv for kv in sorted(res["ours"][(submit, n)][1].items()))
             print(row)
 
     print("\n3. latency, 1 client, ms (p50 / p90) (load now %s)" % loadavg())
