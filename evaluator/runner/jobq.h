@@ -191,6 +191,7 @@ struct jobq_job {
 	struct jobq_lease lease;
 	void             *job;     /* kind->job_size bytes, owned */
 	void             *env;
+	bool              more;    /* the claim saw other queued rows (a hint: another slot may look) */
 };
 
 /*
@@ -252,19 +253,31 @@ int jobq_requeue(struct db *db, const char *owner, const struct jobq_lease *l, s
 /* Back to queued without counting the attempt (SIGTERM hand-back; guarded). 1, 0 lease lost, -1. */
 int jobq_hand_back(struct db *db, const char *owner, const struct jobq_lease *l, struct buf *err);
 
-/* Renew the leases of every running job of q->owner, every kind. -1 on error. */
-int jobq_heartbeat(struct db *db, const struct jobq *q, struct buf *err);
+/* All of q's kinds, as a mask of jobq_kind_bit values. */
+#define JOBQ_ALL_KINDS (~0u)
+
+/* The bit of kind k in q (bit i for q's i-th kind); 0 when q does not serve k. */
+unsigned jobq_kind_bit(const struct jobq *q, const struct job_kind *k);
 
 /*
- * Ids of running jobs of q->owner (every kind) whose cancellation was
- * requested, appended NUL-separated to out; returns how many, or -1.
+ * Renew the leases of every running job of q->owner of the kinds in the
+ * mask `kinds` (jobq_kind_bit; a runner passes the kinds its slots run, so
+ * an idle kind costs no statement). -1 on error.
  */
-int jobq_cancel_requests(struct db *db, const struct jobq *q, struct buf *out, struct buf *err);
+int jobq_heartbeat(struct db *db, const struct jobq *q, unsigned kinds, struct buf *err);
+
+/*
+ * Ids of running jobs of q->owner of the kinds in the mask `kinds` whose
+ * cancellation was requested, appended NUL-separated to out, in one
+ * statement (none for an empty mask); returns how many, or -1.
+ */
+int jobq_cancel_requests(struct db *db, const struct jobq *q, unsigned kinds, struct buf *out, struct buf *err);
 
 /*
  * Expired leases of every kind: cancelled (cancel requested), failed with
- * runner_lost (attempts used up) or re-queued. Returns how many were
- * re-queued, or -1.
+ * runner_lost (attempts used up) or re-queued. One lock-free statement asks
+ * which kinds have one; only those are locked and changed. Returns how many
+ * were re-queued, or -1.
  */
 int jobq_reap(struct db *db, const struct jobq *q, struct buf *err);
 
