@@ -32,5 +32,5 @@ trap cleanup EXIT
 (cd "$A_DIR" && AGENTTEST_VAR=$va MANTIS_PORT=$pa scripts/stack.sh start >/dev/null)
 (cd "$B_DIR" && AGENTTEST_VAR=$vb MANTIS_PORT=$pb scripts/stack.sh start >/dev/null)
 echo "bench/run_cost_ab: A $A_DIR, B $B_DIR, $(nproc) CPUs, load at start $(cut -d' ' -f1-3 /proc/loadavg)"
-exec "$PY" tests/bench/run_cost_ab.py "http://127.0.0.1:$pa" "$va/run" "http://127.0.0.1:$pb" "$vb/run" \
+"$PY" tests/bench/run_cost_ab.py "http://127.0.0.1:$pa" "$va/run" "http://127.0.0.1:$pb" "$vb/run" \
   "${AB_N:-100}" "${AUDIT:-1}"
