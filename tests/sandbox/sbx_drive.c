@@ -312,6 +312,8 @@ static void wait_exited(long pid)
 static void kill_children(void)
 {
 	char path[64], buf[4096];
+	long pids[512];
+	size_t np = 0;
 	snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
 	FILE *f = fopen(path, "r");
 	if (!f)
@@ -319,20 +321,17 @@ static void kill_children(void)
 	size_t n = fread(buf, 1, sizeof buf - 1, f);
 	fclose(f);
 	buf[n] = '\0';
-	for (char *p = buf, *end; *p; p = end) {
+	for (char *p = buf, *end; *p && np < sizeof pids / sizeof pids[0]; p = end) {
 		long pid = strtol(p, &end, 10);
 		if (end == p)
 			break;
 		if (pid > 0)
-			kill((pid_t)pid, SIGKILL);
+			pids[np++] = pid;
 	}
-	for (char *p = buf, *end; *p; p = end) {
-		long pid = strtol(p, &end, 10);
-		if (end == p)
-			break;
-		if (pid > 0)
-			wait_exited(pid);
-	}
+	for (size_t k = 0; k < np; k++)
+		kill((pid_t)pids[k], SIGKILL);
+	for (size_t k = 0; k < np; k++)
+		wait_exited(pids[k]);
 }
 
 int main(int argc, char **argv)
