@@ -284,6 +284,18 @@ static int one_run(const struct opts *o, const char *path)
 	return 0;
 }
 
+/* Read a small /proc file into buf (NUL-terminated); false if it cannot be opened. */
+static bool read_proc(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, size - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return true;
+}
+
 /* Wait (up to 10 s) until pid has exited (a zombie, or gone): a process
  * killed while tearing down a large address space keeps its sockets open
  * for a while, and a run sent to it then would be lost, not refused. */
@@ -292,12 +304,8 @@ static void wait_exited(long pid)
 	char path[64], st[512];
 	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
 	for (int i = 0; i < 1000; i++) {
-		FILE *f = fopen(path, "r");
-		if (!f)
+		if (!read_proc(path, st, sizeof st))
 			return;
-		size_t n = fread(st, 1, sizeof st - 1, f);
-		fclose(f);
-		st[n] = '\0';
 		const char *p = strrchr(st, ')');
 		if (!p || p[1] == '\0' || p[2] == 'Z' || p[2] == 'X')
 			return;
@@ -315,12 +323,8 @@ static void kill_children(void)
 	long pids[512];
 	size_t np = 0;
 	snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
-	FILE *f = fopen(path, "r");
-	if (!f)
+	if (!read_proc(path, buf, sizeof buf))
 		return;
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = '\0';
 	for (char *p = buf, *end; *p && np < sizeof pids / sizeof pids[0]; p = end) {
 		long pid = strtol(p, &end, 10);
 		if (end == p)
