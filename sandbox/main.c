@@ -55,7 +55,8 @@ static void __attribute__((noreturn)) usage(int status)
 	fprintf(o, "usage: agenttest-sandbox [options] -- PROGRAM [ARGS...]\n"
 	        "       agenttest-sandbox --zygote --ctl-fd=N [options]\n"
 	        "options: --box=N --cpu=SEC --wall=SEC --mem=BYTES[KMG] --procs=N --files=N --cpus=N\n"
-	        "         --output=BYTES[KMG] --bind=PATH --workdir=PATH --tmp=BYTES[KMG]\n"
+	        "         --output=BYTES[KMG] --bind=PATH[:DEST] --copy=PATH:DEST\n"
+	        "         --workdir=PATH[:DEST] --tmp=BYTES[KMG]\n"
 	        "         --env=K=V --meta=FILE --meta-fd=N --no-cgroup --netns=fresh|shared\n"
 	        "         --profile=strategy|agent (agent: own netns with loopback, processes, exec, sockets, JIT)\n"
 	        "         --seccomp-log --shm-fd=N (keep fd N open in the program: the stream memfd)\n"
@@ -120,28 +121,29 @@ static const char *parse_path(const char *s, const char *opt)
 	return s;
 }
 
-/* --bind=SRC[:DST]: SRC on the host, seen at DST inside (default SRC).
- * The argument is split in place; both halves are checked like paths. */
-static void parse_bind(char *s, const char **src, const char **dst)
+/* --bind, --copy, --workdir=SRC[:DST]: SRC on the host, seen at DST
+ * inside (default SRC). The argument is split in place; both halves are
+ * checked like paths (opt names the option in the message). */
+static void parse_bind(char *s, const char *opt, const char **src, const char **dst)
 {
 	char *colon = strchr(s, ':');
 	*dst = NULL;
 	if (colon) {
 		*colon = '\0';
-		*dst = parse_path(colon + 1, "bind");
+		*dst = parse_path(colon + 1, opt);
 	}
-	*src = parse_path(s, "bind");
+	*src = parse_path(s, opt);
 }
 
 int main(int argc, char **argv)
 {
 	enum { O_BOX = 256, O_CPU, O_WALL, O_MEM, O_PROCS, O_FILES, O_OUTPUT, O_BIND,
-	       O_WORKDIR, O_TMP, O_ENV, O_META, O_METAFD, O_NOCG, O_SLOG, O_ZYGOTE, O_CTL, O_NETNS,
+	       O_COPY, O_WORKDIR, O_TMP, O_ENV, O_META, O_METAFD, O_NOCG, O_SLOG, O_ZYGOTE, O_CTL, O_NETNS,
 	       O_SHMFD, O_PROFILE, O_CPUS, O_HELP, O_VERSION };
 	static const struct option longopts[] = {
 		{ "box", 1, NULL, O_BOX }, { "cpu", 1, NULL, O_CPU }, { "wall", 1, NULL, O_WALL },
 		{ "mem", 1, NULL, O_MEM }, { "procs", 1, NULL, O_PROCS }, { "files", 1, NULL, O_FILES },
-		{ "output", 1, NULL, O_OUTPUT }, { "bind", 1, NULL, O_BIND },
+		{ "output", 1, NULL, O_OUTPUT }, { "bind", 1, NULL, O_BIND }, { "copy", 1, NULL, O_COPY },
 		{ "workdir", 1, NULL, O_WORKDIR }, { "tmp", 1, NULL, O_TMP }, { "env", 1, NULL, O_ENV },
 		{ "meta", 1, NULL, O_META }, { "meta-fd", 1, NULL, O_METAFD },
 		{ "no-cgroup", 0, NULL, O_NOCG }, { "netns", 1, NULL, O_NETNS }, { "seccomp-log", 0, NULL, O_SLOG },
@@ -167,12 +169,16 @@ int main(int argc, char **argv)
 		case O_FILES: o.limits.open_files = parse_count(optarg, 4, 65536, "files"); break;
 		case O_OUTPUT: o.limits.output_bytes = parse_size(optarg, "output"); break;
 		case O_BIND:
+		case O_COPY:
 			if (o.root.nbinds >= SBX_MAX_BINDS)
-				die("too many --bind (max %d)", SBX_MAX_BINDS);
-			parse_bind(optarg, &o.root.binds[o.root.nbinds], &o.root.dsts[o.root.nbinds]);
-			o.root.nbinds++;
+				die("too many --bind and --copy (max %d)", SBX_MAX_BINDS);
+			parse_bind(optarg, c == O_COPY ? "copy" : "bind", &o.root.binds[o.root.nbinds], &o.root.dsts[o.root.nbinds]);
+			if (c == O_COPY && (!o.root.dsts[o.root.nbinds] ||
+			                    strncmp(o.root.dsts[o.root.nbinds], "/agenttest/", 11) != 0))
+				die("--copy needs a destination below /agenttest/: %s", optarg);
+			o.root.copies[o.root.nbinds++] = c == O_COPY;
 			break;
-		case O_WORKDIR: o.root.workdir = parse_path(optarg, "workdir"); break;
+		case O_WORKDIR: parse_bind(optarg, "workdir", &o.root.workdir, &o.root.workdir_dst); break;
 		case O_TMP: o.root.tmp_bytes = parse_size(optarg, "tmp"); break;
 		case O_ENV:
 			if (nenv >= MAX_ENV || !strchr(optarg, '=') || optarg[0] == '=')

@@ -108,7 +108,7 @@ static void __attribute__((noreturn)) child(const struct sbx_oneshot *o, int net
 	};
 	if (!sbx_confine_final(&f, err, sizeof err))
 		sbx_child_die(sync_w, "%s", err);
-	if (o->root.workdir && chdir(o->root.workdir) < 0)
+	if (o->root.workdir && chdir(o->root.workdir_dst ? o->root.workdir_dst : o->root.workdir) < 0)
 		_exit(127);
 	execve(o->argv[0], o->argv, o->envp);
 	/* only reachable if the program is missing: the supervisor saw no exec */

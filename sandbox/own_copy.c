@@ -12,7 +12,9 @@
  * directories; symbolic links as links; anything else is skipped), then the
  * tmpfs is remounted read-only. Its mountinfo line reads "/ /agenttest ...
  * tmpfs", which names nothing on the server. The copy is a few hundred KiB:
- * a zygote makes it once, a one-shot run once per run.
+ * a zygote makes it once, a one-shot run once per run. A one-shot run's
+ * --copy=SRC:DEST adds more of them (an agent box's evaluator library and
+ * tools), anywhere below /agenttest.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -28,7 +30,7 @@
 #define OWN_DIR       "/agenttest"
 #define OWN_MAX_DEPTH 32
 #define OWN_TMPFS     MS_NOSUID | MS_NODEV
-#define OWN_OPTS      "size=64m,nr_inodes=16384,mode=0755"
+#define OWN_OPTS      "size=128m,nr_inodes=16384,mode=0755"
 
 /* Set err and return false. */
 static bool own_fail(char *err, size_t errlen, const char *what, const char *name)
@@ -142,16 +144,32 @@ bool sbx_own_mount(const char *root, char *err, size_t errlen)
 	return true;
 }
 
+/* Make the missing parent directories of dst (a path below the tmpfs),
+ * from offset `from` on (dst's part that already exists). */
+static bool own_parents(char *dst, size_t from, char *err, size_t errlen)
+{
+	for (char *p = strchr(dst + from, '/'); p; p = strchr(p + 1, '/')) {
+		*p = '\0';
+		bool ok = mkdir(dst, 0755) == 0 || errno == EEXIST;
+		*p = '/';
+		if (!ok)
+			return own_fail(err, errlen, "mkdir", dst);
+	}
+	return true;
+}
+
 bool sbx_own_copy(const char *root, const char *src, const char *at, char *err, size_t errlen)
 {
 	char dst[4096];
 	struct stat st;
 	int n = snprintf(dst, sizeof dst, "%s%s", root, at);
 	if (n < 0 || (size_t)n >= sizeof dst || strncmp(at, OWN_DIR "/", sizeof OWN_DIR) != 0 ||
-	    strchr(at + sizeof OWN_DIR, '/')) {
+	    strstr(at, "/.") || strstr(at, "//") || at[strlen(at) - 1] == '/') {
 		snprintf(err, errlen, "copy of agenttest's files: bad destination %s", at);
 		return false;
 	}
+	if (!own_parents(dst, strlen(root) + sizeof OWN_DIR, err, errlen))
+		return false;
 	int in = open(src, O_RDONLY | O_CLOEXEC);
 	if (in < 0 || fstat(in, &st) < 0) {
 		if (in >= 0)

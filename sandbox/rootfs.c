@@ -198,16 +198,16 @@ bool sbx_root_enter(const struct sbx_root_opts *o, char *err, size_t errlen)
 		return false;
 	bool own = false;
 	for (int i = 0; i < o->nbinds; i++)
-		own = own || sbx_own_dst(o->dsts[i]);
+		own = own || o->copies[i] || sbx_own_dst(o->dsts[i]);
 	if (own && !sbx_own_mount(root, err, errlen))
 		return false;
 	for (int i = 0; i < o->nbinds; i++)
-		if (!(sbx_own_dst(o->dsts[i]) ? sbx_own_copy(root, o->binds[i], o->dsts[i], err, errlen)
+		if (!(o->copies[i] || sbx_own_dst(o->dsts[i]) ? sbx_own_copy(root, o->binds[i], o->dsts[i], err, errlen)
 		                              : bind_at(root, o->binds[i], o->dsts[i], false, err, errlen)))
 			return false;
 	if (own && !sbx_own_seal(root, err, errlen))
 		return false;
-	if (o->workdir && !bind(root, o->workdir, true, err, errlen))
+	if (o->workdir && !bind_at(root, o->workdir, o->workdir_dst, true, err, errlen))
 		return false;
 	if (o->tmp_bytes) {
 		char dst[512], opts[64];

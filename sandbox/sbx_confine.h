@@ -69,8 +69,10 @@ void sbx_policy_free(struct sbx_bpf *b);
 struct sbx_root_opts {
 	const char *binds[SBX_MAX_BINDS]; /* extra read-only paths on the host */
 	const char *dsts[SBX_MAX_BINDS];  /* where each appears inside; NULL: same path */
+	bool        copies[SBX_MAX_BINDS];/* a private copy under /agenttest (own_copy.c), not a bind */
 	int         nbinds;
-	const char *workdir;              /* read-write, same path inside, or NULL */
+	const char *workdir;              /* read-write directory on the host, or NULL */
+	const char *workdir_dst;          /* where it appears inside (and the cwd); NULL: same path */
 	uint64_t    tmp_bytes;            /* size of a private /tmp; 0: none */
 };
 
@@ -79,11 +81,13 @@ struct sbx_root_opts {
  * point), pivot into it and drop the old root. Returns true or false with
  * a message in err. */
 bool sbx_root_enter(const struct sbx_root_opts *o, char *err, size_t errlen);
-/* agenttest's own files (own_copy.c): the fixed destinations above are a
- * private read-only copy in a tmpfs at /agenttest, never a bind mount, so
- * the box's mountinfo names no server directory. sbx_own_dst: is dst one
- * of them; sbx_own_mount: the tmpfs at root/agenttest; sbx_own_copy: copy
- * the file or tree src to root+at; sbx_own_seal: remount it read-only. */
+/* agenttest's own files (own_copy.c): the fixed destinations above, and
+ * every --copy, are a private read-only copy in a tmpfs at /agenttest,
+ * never a bind mount, so the box's mountinfo names no server directory.
+ * sbx_own_dst: is dst one of the fixed ones; sbx_own_mount: the tmpfs at
+ * root/agenttest; sbx_own_copy: copy the file or tree src to root+at (at
+ * below /agenttest, missing parent directories made); sbx_own_seal:
+ * remount it read-only. */
 bool sbx_own_dst(const char *dst);
 bool sbx_own_mount(const char *root, char *err, size_t errlen);
 bool sbx_own_copy(const char *root, const char *src, const char *at, char *err, size_t errlen);

@@ -11,12 +11,15 @@ import time
 import pytest
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path[:0] = [os.path.join(REPO, "evaluator", "runner"), os.path.join(REPO, "sandbox", "host")]
+sys.path[:0] = [os.path.join(REPO, "evaluator", "runner"), os.path.join(REPO, "sandbox", "host"),
+                os.path.dirname(__file__)]
 
 from agentloop import devdata, iteration  # noqa: E402
 from agenttest.data import DataProvider, default_dataset_dir  # noqa: E402
 from agenttest.evaluator import challenges  # noqa: E402
 from agenttest_agent import agent as A, features as F, steer  # noqa: E402
+
+import box_paths  # noqa: E402
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
 
@@ -414,3 +417,85 @@ def test_cpu_quota_bounds_the_boxs_cpu_time(tmp_path):
     for bad in (["--cpus=0"], ["--cpus=x"], ["--cpus=2000"], ["--cpus=1", "--no-cgroup"]):
         r = subprocess.run([helper, "--box=1"] + bad + ["--", "/bin/true"], capture_output=True, timeout=60)
         assert r.returncode == 2 and b"--cpus" in r.stderr, (bad, r.stderr)
+
+
+# What an agent's process can read about where it runs: every file it can
+# open under /proc/self (contents, at most 1 MiB each, and symbolic link
+# targets), its environment, its working directory and every file in its
+# workspace, dumped to proc_dump.json for the test to search on the host
+# (the probe is given no server path, so none comes from its own argv).
+PROC_PROBE = r"""
+import json, os, sys
+dump = {"files": {}, "links": {}, "env": dict(os.environ), "cwd": os.getcwd()}
+def read(p):
+    try:
+        with open(p, "rb") as f:
+            dump["files"][p] = f.read(1 << 20).decode("latin-1")
+    except OSError:
+        pass
+for top in ("/proc/self", "/proc/thread-self", os.getcwd()):
+    for d, dirs, files in os.walk(top):
+        for name in dirs + files:
+            p = os.path.join(d, name)
+            if os.path.islink(p):
+                try:
+                    dump["links"][p] = os.readlink(p)
+                except OSError:
+                    pass
+            elif name in files and name not in ("pagemap", "mem", "clear_refs"):
+                read(p)
+        dirs[:] = [x for x in dirs if not os.path.islink(os.path.join(d, x))]
+with open("proc_dump.json", "w") as f:
+    json.dump(dump, f)
+"""
+
+
+@needs_root
+def test_agent_box_shows_no_server_path(tmp_path, market, monkeypatch):
+    """Issue 11 item 15: nothing an agent's process can read names the
+    checkout, the agents' directory or the market data: not /proc/self
+    (mountinfo, mounts, environ, cmdline, the cwd, exe and fd links, ...),
+    its environment, getcwd() nor a file the runner wrote in its workspace
+    (INSTRUCTIONS.md, HISTORY.md, ...). The workspace is /workspace, its cwd
+    and HOME; the host directory and the evaluator library are private
+    copies in the box's tmpfs. Exactly two entries still carry a server
+    path, in their mountinfo root field only (docs/sandbox.md): the
+    workspace and the dev data, binds, each showing its path relative to
+    the file system that holds it."""
+    import types
+    from agentloop import drivers
+    ag = _agent(tmp_path, market)
+    monkeypatch.setattr(drivers, "get", lambda name: types.SimpleNamespace(
+        program=lambda agent, ws, n: ["/usr/bin/python3", "-c", PROC_PROBE]))
+    iteration.run_iteration(ag, 1, [], "a message for the inbox")
+    ws = os.path.join(ag["root"], "workspace")
+    with open(os.path.join(ws, "proc_dump.json")) as f:
+        dump = json.load(f)
+    assert dump["cwd"] == "/workspace" and dump["env"]["HOME"] == "/workspace", dump["cwd"]
+    assert "/proc/self/mountinfo" in dump["files"] and "/proc/self/environ" in dump["files"], list(dump["files"])
+    assert dump["links"].get("/proc/self/cwd") == "/workspace", dump["links"]
+    hay = box_paths.needles(REPO, str(tmp_path), market)
+    # the binds that remain, and exactly what their root field shows
+    kept = {"/workspace": box_paths.fs_root_of(os.path.realpath(ws)),
+            "/agenttest/data": box_paths.fs_root_of(os.path.realpath(os.path.join(ag["root"], "dev")))}
+    for path, text in dump["files"].items():
+        if path.endswith("/mountinfo"):
+            text, showing = box_paths.binds_showing(text, hay)
+            assert showing == kept, (path, showing)
+        hits = [n for n in hay if n in text]
+        assert not hits, (path, hits)
+    for name, target in dump["links"].items():
+        assert not any(n in target for n in hay), (name, target)
+    for k, v in dump["env"].items():
+        assert not any(n in v for n in hay), (k, v)
+    written = 0
+    for top, dirs, files in os.walk(ws):
+        for name in files:
+            if name != "proc_dump.json":
+                with open(os.path.join(top, name), "rb") as f:
+                    data = f.read().decode("latin-1")
+                written += 1
+                assert not any(n in data for n in hay), (name, [n for n in hay if n in data])
+    assert written >= 6
+    with open(os.path.join(ws, "INSTRUCTIONS.md")) as f:
+        assert "Workspace: /workspace." in f.read()

@@ -25,6 +25,7 @@ sys.path[:0] = [os.path.join(REPO, "evaluator", "runner"), os.path.join(REPO, "s
 from agentloop import iteration  # noqa: E402
 from agenttest.data import default_dataset_dir  # noqa: E402
 from egress_helpers import Standin  # noqa: E402
+import box_paths  # noqa: E402
 
 CLI = os.path.join(REPO, "node_modules/@anthropic-ai/claude-code/cli.js")
 pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root"),
@@ -59,7 +60,7 @@ PROBE = ("env > probe_env.txt; cat /proc/*/cmdline 2>/dev/null | tr '\\0' ' ' > 
          # regex, so the CLI's transcript of this command does not match it); the canary proves it reads
          "printf 'E2eRealKe%s_k' y > probe_canary.txt; "
          "grep -rlsE 'E2eRealKe[y]_k' / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev --exclude-dir=usr "
-         "> probe_grep.txt")
+         "> probe_grep.txt; cat /proc/self/mountinfo > probe_mountinfo.txt; pwd > probe_pwd.txt")
 
 
 def usage(i, o, cw=0, cr=0):
@@ -154,9 +155,25 @@ def test_claude_code_iteration_end_to_end(setup, monkeypatch):
     assert "api03" not in env + open(os.path.join(ws, "probe_cmdlines.txt")).read()
     # a private writable home and temporary directory inside the workspace, where the CLI keeps its state
     home = [x for x in env.splitlines() if x.startswith("HOME=")]
-    assert home and all(x.endswith("/.home") for x in home), home
-    assert "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1" in env and any(x.endswith("/.tmp") for x in env.splitlines()
-                                                                       if x.startswith("TMPDIR="))
+    assert home and all(x == "HOME=/workspace/.home" for x in home), home
+    assert "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1" in env and "TMPDIR=/workspace/.tmp" in env.splitlines()
+    # no server path in what the box shows (issue 11 item 15): its processes' environments and command
+    # lines, its working directory, the workspace files the runner wrote (the CLI's settings included);
+    # only the three binds' mountinfo root fields (docs/sandbox.md) name one
+    hay = box_paths.needles(REPO, ag["root"], default_dataset_dir())
+    seen = env + open(os.path.join(ws, "probe_cmdlines.txt")).read() + open(os.path.join(ws, "probe_pwd.txt")).read()
+    for top, _, files in os.walk(ws):
+        for fn in files:
+            if not fn.startswith("probe_") and os.path.join(top, fn) != os.path.join(ws, "stdout.log"):
+                with open(os.path.join(top, fn), "rb") as f:
+                    seen += f.read().decode("latin-1")
+    assert not [n for n in hay if n in seen], [n for n in hay if n in seen]
+    assert open(os.path.join(ws, "probe_pwd.txt")).read() == "/workspace\n"
+    rest, showing = box_paths.binds_showing(open(os.path.join(ws, "probe_mountinfo.txt")).read(), hay)
+    assert showing == {m: box_paths.fs_root_of(os.path.realpath(os.path.join(ag["root"], d)))
+                       for m, d in (("/workspace", "workspace"), ("/agenttest/data", "dev"),
+                                    ("/agenttest/egress", "egress"))}, showing
+    assert not [n for n in hay if n in rest], rest
     assert os.listdir(os.path.join(ws, ".home")), "the CLI wrote nothing into its home"
     net = open(os.path.join(ws, "probe_net.txt")).read()
     assert net.count("curl: (7)") + net.count("curl: (6)") >= 3, net   # other hosts, ports: unreachable

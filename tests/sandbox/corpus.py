@@ -528,7 +528,12 @@ def helper_table(helper, prog, tmpdir):
             ("ok", ["--netns=fresh"], "OK"),
             # a private /tmp only when asked for
             ("tmpwrite", ["--tmp=1M"], "OK"),
-            ("tmpwrite", [], "RE")]
+            ("tmpwrite", [], "RE"),
+            # --copy: the program runs from a private copy at a nested /agenttest
+            # destination; only below /agenttest/
+            ("ok", ["--copy"], "OK"), ("badopt", ["--copy=/usr/lib:/usr/x"], "XX"),
+            # --workdir=SRC:DEST: DEST is the writable working directory
+            ("cwdwrite", ["--workdir"], "OK")]
     out = []
     for i, (name, opts, want) in enumerate(rows):
         meta = os.path.join(tmpdir, "meta-%d-%s" % (i, name))
@@ -536,6 +541,13 @@ def helper_table(helper, prog, tmpdir):
         # the program's folder at a fixed place inside, wherever the checkout is
         # (a host path under /tmp would be hidden by --tmp's private /tmp)
         target = "/box-test/" + os.path.basename(prog) if name != "missing" else "/nonexistent/prog"
+        wd = os.path.join(tmpdir, "wd-%d" % i)
+        if opts == ["--copy"]:
+            opts, target = ["--copy=%s:/agenttest/t/box" % bindir], "/agenttest/t/box/" + os.path.basename(prog)
+        elif opts == ["--workdir"]:
+            os.makedirs(wd)
+            os.chmod(wd, 0o777)
+            opts = ["--workdir=%s:/wd-test" % wd]
         cmd = [helper, "--box=%d" % 7, "--meta=" + meta, "--bind=%s:/box-test" % bindir] + opts + ["--", target, name]
         p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
         rec = {}
@@ -552,10 +564,13 @@ def helper_table(helper, prog, tmpdir):
             ok = ok and rec.get("syscall") == name
         if "--no-cgroup" in opts:
             ok = ok and "rlimits only" in rec.get("warnings", "")
+        if name == "cwdwrite":
+            ok = ok and os.path.exists(os.path.join(wd, "x"))
         if "--seccomp-log" in opts:
             ok = ok and "seccomp-log: socket" in rec.get("warnings", "")
         label = "helper_" + name + "".join(o.split("=")[0].replace("--", "_").replace("-", "_") for o in opts
-                                           if o in ("--no-cgroup", "--seccomp-log", "--netns=fresh", "--tmp=1M"))
+                                           if o in ("--no-cgroup", "--seccomp-log", "--netns=fresh", "--tmp=1M")
+                                           or o.startswith(("--copy=", "--workdir=")))
         out.append((label, ok, "rc=%d %s %s" % (p.returncode, rec, p.stderr.decode()[-300:])))
     return out
 

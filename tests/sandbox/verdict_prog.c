@@ -1,7 +1,8 @@
 /*
  * verdict_prog: a tiny static program for the helper's verdict table
  * (tests/sandbox/corpus.py, "helper" suite). argv[1] selects a behaviour:
- * ok, exit3, segv, spin, sleep, alloc, socket, flood, execve, tmpwrite.
+ * ok, exit3, segv, spin, sleep, alloc, socket, flood, execve, tmpwrite,
+ * cwdwrite.
  */
 #include <signal.h>
 #include <stdint.h>
@@ -50,6 +51,10 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(m, "tmpwrite") == 0) {
 		int fd = open("/tmp/x", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		return fd >= 0 && write(fd, "x", 1) == 1 ? 0 : 8;
+	}
+	if (strcmp(m, "cwdwrite") == 0) {   /* --workdir=SRC:DEST: the cwd is DEST, writable */
+		int fd = open("x", O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		return fd >= 0 && write(fd, "x", 1) == 1 ? 0 : 8;
 	}
 	return 9;

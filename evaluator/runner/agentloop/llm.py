@@ -104,23 +104,26 @@ def write_cli_files(ws, model):
         json.dump(settings, f, indent=2)
 
 
-def cli_env(ws):
-    """The CLI's environment inside the box (on top of the profile's)."""
-    return {"HOME": os.path.join(ws, ".home"), "TMPDIR": os.path.join(ws, ".tmp"),
+def cli_env():
+    """The CLI's environment inside the box (on top of the profile's): its
+    HOME and TMPDIR in the workspace as the box sees it."""
+    ws = sandbox_profile.WORKSPACE
+    return {"HOME": ws + "/.home", "TMPDIR": ws + "/.tmp",
             "ANTHROPIC_BASE_URL": "http://127.0.0.1:%d" % RELAY_PORT, "ANTHROPIC_API_KEY": DUMMY_KEY,
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
             "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1", "CI": "1"}
 
 
-def program(agent, n, ws, inbox_nonempty):
-    """The box's program: the relay, then the agent CLI."""
+def program(agent, n, inbox_nonempty):
+    """The box's program: the relay, then the agent CLI ({workspace} in an
+    operator's command is the workspace as the box sees it)."""
     relay = [RELAY_BIN, "--listen=127.0.0.1:%d" % RELAY_PORT, "--to=%s/egress.sock" % EGRESS_DIR, "--"]
     if agent.get("driver") == "command":
         cmd = agent.get("command") or os.environ.get("AGENTTEST_AGENT_COMMAND", "")
         if not cmd:
             raise ValueError("driver command needs AGENTTEST_AGENT_COMMAND")
         argv = [a.replace("{prompt}", prompt(n, inbox_nonempty)).replace("{iteration}", str(n))
-                .replace("{workspace}", ws) for a in shlex.split(cmd)]
+                .replace("{workspace}", sandbox_profile.WORKSPACE) for a in shlex.split(cmd)]
         if not os.path.isabs(argv[0]):
             raise ValueError("AGENTTEST_AGENT_COMMAND must start with an absolute path")
         return relay + argv
@@ -285,7 +288,7 @@ def run_llm_turn(agent, n, ws, dev, log_path, should_stop, box, run_turn, bindir
             os.lchown(top, box.uid(), box.uid())
             for x in files:
                 os.lchown(os.path.join(top, x), box.uid(), box.uid())
-    prog = program(agent, n, ws, inbox_nonempty)
+    prog = program(agent, n, inbox_nonempty)
     eg = Egress(bindir, agent["root"], agent, key, limits)
     info = {"attempts": 0, "thoughts": [], "activity": [], "result": None}
     total = 0.0
@@ -297,7 +300,7 @@ def run_llm_turn(agent, n, ws, dev, log_path, should_stop, box, run_turn, bindir
             act("iteration %d: %s agent turn started (attempt %d of 2)" % (n, driver, attempt))
             parser = StreamParser(act, pass_text=driver == "command")
             status, secs = run_turn(prog, ws, dev, log_path, should_stop, box, profile="agent",
-                                    extra_env=cli_env(ws), extra_binds=binds(agent["root"], bindir),
+                                    extra_env=cli_env(), extra_binds=binds(agent["root"], bindir),
                                     on_line=parser.feed, line_max=STREAM_LINE_MAX)
             total += secs
             info["thoughts"] += parser.thoughts
@@ -328,11 +331,15 @@ def run_llm_turn(agent, n, ws, dev, log_path, should_stop, box, run_turn, bindir
 
 
 def binds(root, bindir):
-    """What the agent profile binds read-only besides the strategy profile's."""
+    """What the agent profile adds read-only to the strategy profile's: the
+    proxy's socket directory bound (a socket cannot be copied; its path
+    shows in the box's mountinfo, docs/sandbox.md), the CLI and the relay
+    as private copies in the box's tmpfs (48 MB for the CLI: a copy per
+    turn, docs/agents.md)."""
     repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
     claude = os.environ.get("AGENTTEST_CLAUDE_CODE_DIR") or os.path.join(repo, "node_modules/@anthropic-ai/claude-code")
-    return [(os.path.join(root, "egress"), EGRESS_DIR), (claude, CLAUDE_DIR),
-            (os.path.join(bindir, "agenttest-relay"), RELAY_BIN)]
+    return [(os.path.join(root, "egress"), EGRESS_DIR), (claude, CLAUDE_DIR, "copy"),
+            (os.path.join(bindir, "agenttest-relay"), RELAY_BIN, "copy")]
 
 
 __all__ = ["run_llm_turn", "parse_stream", "StreamParser", "budgets", "MODELS", "sandbox_profile"]

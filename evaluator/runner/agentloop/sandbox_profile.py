@@ -2,11 +2,18 @@
 
 What an agent's process gets:
   * the workspace read-write (--workdir; the only writable place, the box
-    user owns it), at the same path as on the host;
-  * the SDK and strategy host read-only at /agenttest/host, the evaluator
-    library read-only at /agenttest/lib/libagenttest_eval.so;
+    user owns it) at the fixed path /workspace, its working directory and
+    HOME, so no path the agent sees names the server's directories (the
+    runner reads and writes it at its real path outside);
+  * the SDK and strategy host at /agenttest/host and the evaluator library
+    at /agenttest/lib/libagenttest_eval.so as private read-only copies in
+    the box's tmpfs at /agenttest (--copy, sandbox/own_copy.c: a bind
+    mount's source path shows in /proc/self/mountinfo);
   * the dev-only dataset copy read-only at /agenttest/data (devdata.py: the
-    holdout bars are not in the sandbox at all);
+    holdout bars are not in the sandbox at all), a bind: too large to copy
+    every turn. The two binds (workspace, dev data) are the only entries
+    of the box's mountinfo whose root field names a server path, relative
+    to the file system holding them (docs/sandbox.md);
   * no network (the helper's empty network namespace, no sockets), no other
     agent's files, no host paths besides those, an environment of exactly
     the variables below (no DATABASE_URL, no token, no key);
@@ -32,6 +39,7 @@ BOX_MAX = 9999   # SBX_BOX_MAX (sandbox/sbx_int.h)
 HOST_DIR = "/agenttest/host"
 DATA_DIR = "/agenttest/data"
 LIB_PATH = "/agenttest/lib/libagenttest_eval.so"
+WORKSPACE = "/workspace"   # the workspace inside the box (cwd and HOME)
 
 
 def box_dir():
@@ -97,13 +105,15 @@ def output_limit(dev_dir):
 
 def argv(helper, box, workspace, host_dir, lib, dev_dir, program, meta, profile="strategy",
          extra_env=None, extra_binds=()):
-    """The agenttest-sandbox command line of an agent turn. profile "agent"
+    """The agenttest-sandbox command line of an agent turn (workspace: its
+    real path on the host, seen at WORKSPACE inside). profile "agent"
     (LLM drivers, llm.py) adds --profile=agent (the box's own network
     namespace with loopback, processes, exec, JIT: docs/agents.md), the
-    extra read-only binds (src, dest) and environment entries."""
+    extra read-only entries (src, dest) bound, (src, dest, "copy") copied
+    (dest below /agenttest), and environment entries."""
     wall = config.get("MANTIS_ITER_WALL_TIMEOUT")
     env = {
-        "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": workspace,
+        "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": WORKSPACE,
         "PYTHONPATH": HOST_DIR, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
         "DATASET_DIR": DATA_DIR, "AGENTTEST_EVAL_LIB": LIB_PATH,
         # the policy refuses memfd_create and shared file mappings: the SDK
@@ -114,12 +124,13 @@ def argv(helper, box, workspace, host_dir, lib, dev_dir, program, meta, profile=
     a = [helper, "--box=%d" % box.number, "--cpu=%d" % wall, "--wall=%d" % wall,
          "--mem=%d" % config.agent_memory_bytes(), "--cpus=%g" % AGENT_CPUS, "--procs=512", "--files=256",
          "--output=%d" % output_limit(dev_dir), "--meta=%s" % meta,
-         "--bind=%s:%s" % (os.path.realpath(host_dir), HOST_DIR),
-         "--bind=%s:%s" % (os.path.realpath(lib), LIB_PATH),
+         "--copy=%s:%s" % (os.path.realpath(host_dir), HOST_DIR),
+         "--copy=%s:%s" % (os.path.realpath(lib), LIB_PATH),
          "--bind=%s:%s" % (os.path.realpath(dev_dir), DATA_DIR),
-         "--workdir=%s" % os.path.realpath(workspace)]
+         "--workdir=%s:%s" % (os.path.realpath(workspace), WORKSPACE)]
     a += ["--profile=agent"] if profile == "agent" else ["--netns=shared"]
-    a += ["--bind=%s:%s" % (os.path.realpath(s), d) for s, d in extra_binds]
+    a += ["--%s=%s:%s" % ("copy" if e[2:] == ("copy",) else "bind", os.path.realpath(e[0]), e[1])
+          for e in extra_binds]
     env.update(extra_env or {})
     a += ["--env=%s=%s" % kv for kv in sorted(env.items())]
     return a + ["--"] + list(program)

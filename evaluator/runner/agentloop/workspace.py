@@ -8,6 +8,8 @@ notes.txt the first time. The agent writes iteration_N.py,
 iteration_N_analysis.json, notes.txt and STATE.md."""
 import os
 
+from . import sandbox_profile
+
 CHALLENGE_FORMAT = {
     "binary": "[p_up, p_down]",
     "hitfirst": "[p_up_first, p_down_first, p_neither]",
@@ -66,7 +68,9 @@ def _write(ws, name, text):
     os.replace(tmp, p)
 
 
-def instructions(info, n, min_iterations, max_iterations, workspace):
+def instructions(info, n, min_iterations, max_iterations):
+    """INSTRUCTIONS.md of iteration n. It names the workspace as the agent's
+    box sees it (sandbox_profile.WORKSPACE), never the server's path."""
     t = info["type"]
     mi = info["metric_info"]
     return """# Instructions — iteration {n}
@@ -96,7 +100,7 @@ Workflow:
 6. Update STATE.md, then exit.
 """.format(n=n, name=info.get("name", ""), t=t, dim=info["embedding_dim"],
            fmt=CHALLENGE_FORMAT.get(t, "see docs"), primary=mi["primary"], direction=mi["direction"],
-           baseline=mi["baseline"], mn=min_iterations, mx=max_iterations, ws=workspace)
+           baseline=mi["baseline"], mn=min_iterations, mx=max_iterations, ws=sandbox_profile.WORKSPACE)
 
 
 def _clip(s, n):
@@ -142,7 +146,7 @@ def prepare(ws, info, n, goal, min_iterations, max_iterations, entries, inbox):
             os.unlink(os.path.join(ws, name))
         except FileNotFoundError:
             pass
-    _write(ws, "INSTRUCTIONS.md", instructions(info, n, min_iterations, max_iterations, ws))
+    _write(ws, "INSTRUCTIONS.md", instructions(info, n, min_iterations, max_iterations))
     _write(ws, "GOAL.md", "# Research Goal\n\n%s\n" % goal)
     if not os.path.exists(os.path.join(ws, "API_REFERENCE.md")):
         _write(ws, "API_REFERENCE.md", API_REFERENCE)
