@@ -5,7 +5,7 @@
  * Theory of operation.
  *
  *   main thread ── signal pipe (SIGTERM, SIGINT), notify socket, timers
- *     │  heartbeat: every second while busy, renew the leases of this runner
+ *     │  heartbeat: every second while busy, renew the leases of this runner (and write the progress of its evaluations)
  *     │  cancel:    every RUNNER_TICK_MS while busy, look for cancel requests
  *     │             of our runs and kill their sandboxes (job_cancel)
  *     │  reap:      every RUNNER_REAP_MS, re-queue runs whose lease expired
@@ -65,6 +65,7 @@ struct slot {
 	struct sbx_box_lease box;    /* the slot's box number, leased for the runner's life */
 	struct job_ctl *ctl;
 	char            job_id[37];  /* current job, "" when idle (under mu) */
+	const struct job_kind *kind; /* the current job's kind (under mu) */
 	bool            busy;
 };
 
@@ -178,6 +179,7 @@ static void slot_leave(struct slot *s)
 {
 	pthread_mutex_lock(&R.mu);
 	s->job_id[0] = '\0';
+	s->kind = NULL;
 	s->busy = false;
 	atomic_fetch_sub(&R.busy, 1);
 	pthread_mutex_unlock(&R.mu);
@@ -208,6 +210,7 @@ static void slot_run(struct slot *s, struct db *c, struct jobq_job *j)
 	job_outcome_init(&o);
 	pthread_mutex_lock(&R.mu);
 	snprintf(s->job_id, sizeof s->job_id, "%s", id);
+	s->kind = j->lease.kind;
 	pthread_mutex_unlock(&R.mu);
 
 	struct jobq_slot slot = { .box_id = s->box.box_id, .ctl = s->ctl, .write_failed = log_write_retry };
@@ -311,6 +314,24 @@ static void hand_back_all(void)
 	pthread_mutex_unlock(&R.mu);
 }
 
+/* The progress of the running jobs whose kind records it, into p (R.nslots entries); how many. */
+static size_t collect_progress(struct jobq_progress *p)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&R.mu);
+	for (unsigned i = 0; i < R.nslots; i++) {
+		struct slot *s = &R.slots[i];
+		if (!s->busy || !s->kind || !s->kind->progress || !s->job_id[0] ||
+		    !job_progress_get(s->ctl, &p[n].done, &p[n].total))
+			continue;
+		p[n].kind = s->kind;
+		snprintf(p[n].id, sizeof p[n].id, "%s", s->job_id);
+		n++;
+	}
+	pthread_mutex_unlock(&R.mu);
+	return n;
+}
+
 /* Periodic database work of the main thread; reconnects as needed. */
 static void housekeeping(struct db **c, long long t, long long *last_hb, long long *last_reap)
 {
@@ -319,7 +340,9 @@ static void housekeeping(struct db **c, long long t, long long *last_hb, long lo
 		goto out;
 	bool busy = atomic_load(&R.busy) > 0;
 	if (busy && t - *last_hb >= 1000) {
-		if (jobq_heartbeat(*c, &R.q, &err) != 0)
+		struct jobq_progress prog[RUNNER_MAX_SLOTS];
+		size_t np = collect_progress(prog);
+		if (jobq_heartbeat(*c, &R.q, prog, np, &err) != 0)
 			goto fail;
 		*last_hb = t;
 	}
