@@ -30,6 +30,7 @@ struct db {
 	size_t         ncache;
 	void         (*hook)(void);
 	bool           in_tx;
+	bool           read_committed;  /* every session READ COMMITTED (db_set_read_committed) */
 	unsigned long  writes;          /* commits and autocommit changes that took effect */
 };
 
@@ -70,6 +71,18 @@ struct db *db_new(const struct dburl *url)
 void db_set_reconnect_hook(struct db *db, void (*hook)(void))
 {
 	db->hook = hook;
+}
+
+void db_set_read_committed(struct db *db)
+{
+	if (db->my != NULL)
+		abort();   /* a contract violation: the setting is part of the connection's start */
+	db->read_committed = true;
+}
+
+bool db_read_committed(const struct db *db)
+{
+	return db->read_committed;
 }
 
 /* True for MariaDB errors that mean the connection is gone. */
@@ -145,7 +158,12 @@ enum db_status db_connect(struct db *db)
 	mysql_optionsv(m, MYSQL_OPT_WRITE_TIMEOUT, &io_timeout);
 	mysql_optionsv(m, MYSQL_OPT_RECONNECT, &off);
 	mysql_optionsv(m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+	/* the init command runs again on every (re)connection, so the session
+	 * settings hold for every statement the handle ever sends */
 	mysql_optionsv(m, MYSQL_INIT_COMMAND,
+	               db->read_committed ?
+	               "SET time_zone='+00:00', sql_mode='STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ZERO_IN_DATE,"
+	               "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION', tx_isolation='READ-COMMITTED'" :
 	               "SET time_zone='+00:00', sql_mode='STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ZERO_IN_DATE,"
 	               "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'");
 	if (mysql_real_connect(m, db->url.host, db->url.user, db->url.password, db->url.database,

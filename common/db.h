@@ -147,6 +147,15 @@ unsigned db_errno(const struct db *db);
 const char *db_strerror(enum db_status st);
 /* Called after each successful re-connection (not the first connection). */
 void db_set_reconnect_hook(struct db *db, void (*hook)(void));
+/*
+ * Make every transaction of this handle READ COMMITTED, as the session's
+ * default set when it connects (and again on every re-connection), so a
+ * caller needs no SET TRANSACTION round trip before each transaction. Call
+ * before the first statement (aborts on a connected handle).
+ */
+void db_set_read_committed(struct db *db);
+/* True when db_set_read_committed was called on db. */
+bool db_read_committed(const struct db *db);
 /* Close and free. */
 void db_free(struct db *db);
 

@@ -151,8 +151,8 @@ void jobwait_leave(struct jobwait *w)
 	}
 }
 
-/* Wake every waiter in dir (see jobwait.h). */
-void jobwait_wake_all(const char *dir)
+/* Send the datagram msg (len bytes) to every waiter socket in dir. */
+static void jobwait_send(const char *dir, const char *msg, size_t len)
 {
 	DIR *d = dir != NULL && dir[0] != '\0' ? opendir(dir) : NULL;
 	int fd = d != NULL ? socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0) : -1;
@@ -163,10 +163,53 @@ void jobwait_wake_all(const char *dir)
 		long long u;
 		if (!jobwait_parse(e->d_name, &u) || !jobwait_addr(&sa, dir, e->d_name))
 			continue;
-		(void)sendto(fd, "w", 1, MSG_NOSIGNAL | MSG_DONTWAIT, (struct sockaddr *)&sa, sizeof sa);
+		(void)sendto(fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT, (struct sockaddr *)&sa, sizeof sa);
 	}
 	if (fd >= 0)
 		close(fd);
 	if (d != NULL)
 		closedir(d);
+}
+
+/* Wake every waiter in dir (see jobwait.h). */
+void jobwait_wake_all(const char *dir)
+{
+	jobwait_send(dir, "w", 1);
+}
+
+/* Tell every waiter in dir that job_id is final (see jobwait.h). */
+void jobwait_wake_done(const char *dir, const char *job_id)
+{
+	char msg[JOBWAIT_ID_MAX + 2];
+	int n = snprintf(msg, sizeof msg, "d%s", job_id);
+	if (n > 0 && (size_t)n < sizeof msg)
+		jobwait_send(dir, msg, (size_t)n);
+	else
+		jobwait_send(dir, "w", 1);   /* an id too long for the message: a plain wake-up */
+}
+
+/* Wait for a wake-up about job_id (see jobwait.h). */
+enum jobwait_wake jobwait_sleep_job(struct jobwait *w, int timeout_ms, const char *job_id)
+{
+	struct pollfd p = { .fd = w->fd, .events = POLLIN };
+	char tmp[JOBWAIT_ID_MAX + 2];
+	size_t idlen = strlen(job_id);
+	enum jobwait_wake got = JOBWAIT_TIMEOUT;
+	ssize_t n;
+
+	if (w->fd < 0)
+		return JOBWAIT_TIMEOUT;
+	if (poll(&p, 1, timeout_ms < 0 ? 0 : timeout_ms) < 0)
+		return errno == EINTR ? JOBWAIT_WOKEN : JOBWAIT_TIMEOUT;
+	while ((n = recv(w->fd, tmp, sizeof tmp, MSG_DONTWAIT)) >= 0) {
+		if (n > 0 && tmp[0] == 'd') {
+			if ((size_t)n == idlen + 1 && memcmp(tmp + 1, job_id, idlen) == 0)
+				got = JOBWAIT_DONE;
+			else if (got == JOBWAIT_TIMEOUT)
+				got = JOBWAIT_OTHER;
+		} else if (got != JOBWAIT_DONE) {
+			got = JOBWAIT_WOKEN;
+		}
+	}
+	return got;
 }

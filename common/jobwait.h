@@ -14,19 +14,26 @@
  * before counting makes two arrivals that race see each other: at worst
  * both are refused, never both admitted over the cap.
  *
- * The waiter then blocks in poll() on its socket with a bounded timeout
- * and re-reads the job's status after every wake-up. The runner sends one
- * datagram to every waiter socket after it wrote a job's final state
- * (jobwait_wake_all), the API after it cancelled a queued job. Datagrams
- * are hints: the socket is bound before the first status read, so a finish
- * between that read and poll() leaves a datagram queued and poll() returns
- * at once; a runner on another host wakes nobody here, and the caller's
- * poll timeout (its backstop) bounds what that costs.
+ * The waiter then blocks in poll() on its socket with a bounded timeout.
+ * The runner sends one datagram to every waiter socket after it wrote a
+ * job's final state: "d<job id>" (jobwait_wake_done), so the waiter of that
+ * job knows it is final without reading it and every other waiter goes back
+ * to sleep without a database round trip (jobwait_sleep_job); "w"
+ * (jobwait_wake_all) after a reap, and from the API after it cancelled a
+ * queued job, asks every waiter to re-read its job's status. Datagrams are
+ * hints: the socket is bound before the job is queued or its status first
+ * read, so a finish before poll() leaves a datagram queued and poll()
+ * returns at once; a runner on another host wakes nobody here, and the
+ * caller's backstop (a status read at least every so often, whatever
+ * datagrams for other jobs arrive) bounds what that costs.
  */
 #ifndef AGENTTEST_JOBWAIT_H
 #define AGENTTEST_JOBWAIT_H
 
 #include <stdbool.h>
+
+/* The longest job id a "d<job id>" datagram carries (job ids are UUIDs, 36). */
+#define JOBWAIT_ID_MAX 63
 
 /* One registered waiter; fd -1 when not registered. */
 struct jobwait {
@@ -55,8 +62,24 @@ bool jobwait_sleep(struct jobwait *w, int timeout_ms);
 /* Unregister (close and unlink); safe on an unregistered w. */
 void jobwait_leave(struct jobwait *w);
 
-/* Send one wake-up datagram to every waiter socket in dir (best effort,
- * never blocks; a NULL or empty dir does nothing). */
+/* Send one wake-up datagram ("w": re-read) to every waiter socket in dir
+ * (best effort, never blocks; a NULL or empty dir does nothing). */
 void jobwait_wake_all(const char *dir);
+
+/* Send "d<job_id>" (job_id's final state is written) to every waiter socket
+ * in dir, as jobwait_wake_all; an id over JOBWAIT_ID_MAX bytes sends "w". */
+void jobwait_wake_done(const char *dir, const char *job_id);
+
+/* What jobwait_sleep_job saw. */
+enum jobwait_wake {
+	JOBWAIT_TIMEOUT,  /* nothing: the timeout passed */
+	JOBWAIT_OTHER,    /* only other jobs became final: nothing to re-read */
+	JOBWAIT_WOKEN,    /* a plain wake-up (or EINTR): re-read the job */
+	JOBWAIT_DONE,     /* job_id's final state is written */
+};
+
+/* Block until a datagram arrives or timeout_ms passed; drains what is
+ * queued and says what it meant for job_id (DONE over WOKEN over OTHER). */
+enum jobwait_wake jobwait_sleep_job(struct jobwait *w, int timeout_ms, const char *job_id);
 
 #endif

@@ -106,12 +106,18 @@ int notify_bind(const char *dir, struct buf *path)
 	return fd;
 }
 
-int notify_drain(int fd)
+int notify_drain(int fd, int *cancels)
 {
 	char tmp[256];
 	int n = 0;
-	while (recv(fd, tmp, sizeof tmp, MSG_DONTWAIT) >= 0)
+	ssize_t got;
+	if (cancels)
+		*cancels = 0;
+	while ((got = recv(fd, tmp, sizeof tmp, MSG_DONTWAIT)) >= 0) {
 		n++;
+		if (cancels && got > 0 && tmp[0] == 'c')
+			(*cancels)++;
+	}
 	return n;
 }
 

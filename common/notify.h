@@ -14,8 +14,12 @@
  * the fd or -1 (the runner then relies on polling). path receives the name.
  */
 int notify_bind(const char *dir, struct buf *path);
-/* Drain pending datagrams; returns how many were read. */
-int notify_drain(int fd);
+/*
+ * Drain pending datagrams; returns how many were read. When cancels is not
+ * NULL it receives how many of them were cancellation hints (the message
+ * "c"; "q" says something was queued).
+ */
+int notify_drain(int fd, int *cancels);
 /* Send one datagram to every runner socket in dir (best effort). */
 void notify_all(const char *dir, const char *msg);
 

@@ -41,6 +41,19 @@ enum sbx_mode {
 	SBX_TRUSTED,       /* no isolation: plain child process (explicit opt-in) */
 };
 
+/*
+ * Which zygote a confined run would rather fork from. Only a matter of
+ * speed: every zygote's child can import every module of the box (a
+ * module the zygote did not preload is imported by the run itself, which
+ * then costs its import time), and a run's results do not depend on the
+ * zygote it came from. A small zygote is cheaper to fork and to tear down.
+ */
+enum sbx_zygote {
+	SBX_ZYGOTE_FULL = 0,  /* default: numpy, pandas ($AGENTTEST_ZYGOTE_PRELOAD) */
+	SBX_ZYGOTE_NUMPY,     /* numpy alone */
+	SBX_ZYGOTE__MAX
+};
+
 /* Limits of one run; zero means "the default" for every field. */
 struct sbx_limits {
 	double   cpu_seconds;   /* default 60 */
@@ -100,7 +113,17 @@ struct sbx_spec {
 	int               shm_fd;       /* > 2: handed to the host as its fd 4 (the lockstep
 	                                   stream's memfd, evaluator/runner/drive/stream.c), in every
 	                                   mode including the zygote; 0: none */
+	enum sbx_zygote   zygote;       /* preferred zygote (sbx_zygote_for_code); a run forks
+	                                   from the other kind when none of its own is idle */
 };
+
+/*
+ * The zygote for a strategy's source: FULL if the bytes name pandas
+ * anywhere (an import, a string, a comment: a conservative test, so that
+ * every run that imports pandas the usual way finds it preloaded), else
+ * NUMPY. Code that reaches pandas another way still runs, only slower.
+ */
+enum sbx_zygote sbx_zygote_for_code(const char *code, size_t len);
 
 /*
  * Machine code of a status, as used in API and CLI errors: "ok",
@@ -124,11 +147,14 @@ int sbx_start(const struct sbx_spec *spec, struct sbx_run *run, char *err, size_
 int sbx_finish(struct sbx_run *run, struct sbx_verdict *v);
 
 /*
- * Start n zygote helpers now (up to $AGENTTEST_SANDBOX_ZYGOTES), so that
- * the first confined runs do not pay the interpreter and import start-up.
- * Optional: sbx_start starts them on demand. Returns 0 or -1 (err).
+ * Start n zygote helpers of each kind now (up to $AGENTTEST_SANDBOX_ZYGOTES
+ * per kind), so that the first confined runs do not pay the interpreter
+ * and import start-up. Optional: sbx_start starts them on demand. Returns
+ * 0 or -1 (err).
  */
 int sbx_prestart(unsigned n, char *err, size_t errlen);
+/* The same for one kind of zygote only. */
+int sbx_prestart_kind(enum sbx_zygote kind, unsigned n, char *err, size_t errlen);
 
 /*
  * Most zygote helpers a process may hold ($AGENTTEST_SANDBOX_ZYGOTES is
@@ -137,7 +163,7 @@ int sbx_prestart(unsigned n, char *err, size_t errlen);
  */
 #define SBX_ZYGOTES_MAX 72
 
-/* The zygote pool size in effect: $AGENTTEST_SANDBOX_ZYGOTES in [1, SBX_ZYGOTES_MAX], default 2. */
+/* The zygote pool size in effect, per kind: $AGENTTEST_SANDBOX_ZYGOTES in [1, SBX_ZYGOTES_MAX], default 2. */
 unsigned sbx_zygote_pool_size(void);
 
 /* Kill the whole run now (cancellation; status SG, message "cancelled");

@@ -3,17 +3,24 @@
  *
  * Theory of operation. A zygote helper is `agenttest-sandbox --zygote`
  * (zygote_sup.c) started by this library with one end of a SOCK_SEQPACKET
- * socket as fd 3; it keeps a Python zygote with numpy (and pandas, ...)
- * imported and serves one run at a time. The pool holds up to
- * $AGENTTEST_SANDBOX_ZYGOTES helpers (default 2, at most SBX_ZYGOTES_MAX), started by sbx_prestart()
+ * socket as fd 3; it keeps a Python zygote with its preloaded modules
+ * imported and serves one run at a time. There are two kinds of zygote
+ * (enum sbx_zygote): FULL preloads numpy and pandas
+ * ($AGENTTEST_ZYGOTE_PRELOAD), NUMPY numpy alone, which has about half the
+ * mappings and memory and so costs less to fork and to tear down at every
+ * run. The pool holds up to $AGENTTEST_SANDBOX_ZYGOTES helpers of each
+ * kind (default 2, at most SBX_ZYGOTES_MAX), started by sbx_prestart()
  * (which waits until they are ready) or warmed up from the second sbx_start
  * of the process on (a process that makes a single run never pays for a
  * zygote). A helper reports "R" once its zygote has imported everything.
- * sbx_start takes an idle, ready helper; when there is none it starts one
- * in the background (if the pool has room and none is starting) and the
- * caller runs this one on the one-shot helper. It sends the request and
- * the caller-side pipe ends and marks the helper busy;
- * sbx_finish marks it idle again once the verdict pipe reaches EOF. A
+ * sbx_start takes an idle, ready helper of the kind the spec asks for;
+ * when there is none of its kind it starts one in the background (if the
+ * pool has room and none of that kind is starting) and takes an idle one
+ * of the other kind (a run imports itself whatever its zygote did not
+ * preload: still far cheaper than a new interpreter) or, with none idle,
+ * runs this one on the one-shot helper.
+ * It sends the request and the caller-side pipe ends and marks the helper
+ * busy; sbx_finish marks it idle again once the verdict pipe reaches EOF. A
  * helper that died (send fails, or a run ends without a verdict) is reaped
  * and replaced on the next start. A mutex makes the pool safe for threaded
  * callers. The helpers die with the calling process (parent-death signal).
@@ -40,6 +47,7 @@
 #define ZPOOL_MAX SBX_ZYGOTES_MAX
 
 struct zhelper {
+	enum sbx_zygote kind;
 	pid_t pid;     /* -1: slot empty */
 	int   ctl;
 	bool  ready;   /* its zygote has finished importing ("R" received) */
@@ -47,11 +55,11 @@ struct zhelper {
 };
 
 static pthread_mutex_t zlock = PTHREAD_MUTEX_INITIALIZER;
-static struct zhelper zpool[ZPOOL_MAX];
+static struct zhelper zpool[SBX_ZYGOTE__MAX][ZPOOL_MAX];
 static bool zinit;
 static unsigned zstarts;   /* sbx_start calls seen: warm up from the second on */
 
-/* Pool size from the environment (1..ZPOOL_MAX, default 2). */
+/* Pool size per kind from the environment (1..ZPOOL_MAX, default 2). */
 static int pool_size(void)
 {
 	return (int)sbx_zygote_pool_size();
@@ -85,7 +93,7 @@ static void zdrop(struct zhelper *z)
 	z->ready = false;
 }
 
-/* Start one helper into *z. Caller holds zlock. Returns 0 or -1. */
+/* Start one helper of z->kind into *z. Caller holds zlock. Returns 0 or -1. */
 static int zspawn(struct zhelper *z, char *err, size_t errlen)
 {
 	char helper[PATH_MAX], hostdir[PATH_MAX], bind[PATH_MAX + 16];
@@ -124,7 +132,7 @@ static int zspawn(struct zhelper *z, char *err, size_t errlen)
 		char *envp[6];
 		int k = 0;
 		static char pre[256], cgm[32], warm[32], huge[32];
-		const char *p = getenv("AGENTTEST_ZYGOTE_PRELOAD");
+		const char *p = z->kind == SBX_ZYGOTE_NUMPY ? "numpy" : getenv("AGENTTEST_ZYGOTE_PRELOAD");
 		if (p && snprintf(pre, sizeof pre, "AGENTTEST_ZYGOTE_PRELOAD=%s", p) < (int)sizeof pre)
 			envp[k++] = pre;
 		const char *c = getenv("AGENTTEST_CGROUP");
@@ -171,45 +179,90 @@ static void zpool_init(void)
 {
 	if (zinit)
 		return;
-	for (int i = 0; i < ZPOOL_MAX; i++)
-		zpool[i] = (struct zhelper){ .pid = -1, .ctl = -1 };
+	for (int k = 0; k < SBX_ZYGOTE__MAX; k++)
+		for (int i = 0; i < ZPOOL_MAX; i++)
+			zpool[k][i] = (struct zhelper){ .kind = (enum sbx_zygote)k, .pid = -1, .ctl = -1 };
 	zinit = true;
 }
 
-int sbx_prestart(unsigned n, char *err, size_t errlen)
+/* Start up to n helpers of every kind whose bit is in kinds, then wait
+ * (bounded) until they have imported everything. 0 or -1 (err). */
+static int prestart(unsigned kinds, unsigned n, char *err, size_t errlen)
 {
-	int rc = 0, started = 0;
+	int rc = 0;
 	pthread_mutex_lock(&zlock);
 	zpool_init();
 	int cap = pool_size();
-	for (int i = 0; i < cap && started < (int)n; i++) {
-		if (zpool[i].pid <= 0 && zspawn(&zpool[i], err, errlen) < 0) {
-			rc = -1;
-			break;
-		}
-		started++;
-	}
-	/* wait (bounded) until they have imported everything */
-	for (int i = 0; i < cap && rc == 0; i++)
-		for (int t = 0; zpool[i].pid > 0 && !zpool[i].ready && t < 600; t++)
-			zcheck(&zpool[i], 100);
-	for (int i = 0, k = 0; i < cap && rc == 0 && k < started; i++, k++)
-		if (zpool[i].pid <= 0 || !zpool[i].ready) {
-			snprintf(err, errlen, "zygote did not become ready");
-			rc = -1;
+	int want = (int)n < cap ? (int)n : cap;
+	for (int k = 0; k < SBX_ZYGOTE__MAX && rc == 0; k++)
+		for (int i = 0; i < want && (kinds >> k & 1u); i++)
+			if (zpool[k][i].pid <= 0 && zspawn(&zpool[k][i], err, errlen) < 0) {
+				rc = -1;
+				break;
+			}
+	for (int k = 0; k < SBX_ZYGOTE__MAX && rc == 0; k++)
+		for (int i = 0; i < want && (kinds >> k & 1u); i++) {
+			for (int t = 0; zpool[k][i].pid > 0 && !zpool[k][i].ready && t < 600; t++)
+				zcheck(&zpool[k][i], 100);
+			if (zpool[k][i].pid <= 0 || !zpool[k][i].ready) {
+				snprintf(err, errlen, "zygote did not become ready");
+				rc = -1;
+			}
 		}
 	pthread_mutex_unlock(&zlock);
 	return rc;
 }
 
+int sbx_prestart(unsigned n, char *err, size_t errlen)
+{
+	return prestart((1u << SBX_ZYGOTE__MAX) - 1, n, err, errlen);
+}
+
+int sbx_prestart_kind(enum sbx_zygote kind, unsigned n, char *err, size_t errlen)
+{
+	if ((unsigned)kind >= SBX_ZYGOTE__MAX) {
+		snprintf(err, errlen, "unknown zygote kind %d", (int)kind);
+		return -1;
+	}
+	return prestart(1u << kind, n, err, errlen);
+}
+
 /* Reap helpers that exited on their own. Caller holds zlock. */
 static void zreap(void)
 {
-	for (int i = 0; i < ZPOOL_MAX; i++)
-		if (zpool[i].pid > 0 && !zpool[i].busy && waitpid(zpool[i].pid, NULL, WNOHANG) == zpool[i].pid) {
-			zpool[i].pid = -1;
-			close(zpool[i].ctl);
-			zpool[i].ctl = -1;
+	for (int k = 0; k < SBX_ZYGOTE__MAX; k++)
+		for (int i = 0; i < ZPOOL_MAX; i++) {
+			struct zhelper *z = &zpool[k][i];
+			if (z->pid > 0 && !z->busy && waitpid(z->pid, NULL, WNOHANG) == z->pid) {
+				z->pid = -1;
+				close(z->ctl);
+				z->ctl = -1;
+			}
+		}
+}
+
+/* An idle, ready helper of kind k (readiness polled first), or NULL. Caller holds zlock. */
+static struct zhelper *zidle(enum sbx_zygote k, int cap)
+{
+	for (int i = 0; i < cap; i++)
+		zcheck(&zpool[k][i], 0);
+	for (int i = 0; i < cap; i++)
+		if (zpool[k][i].pid > 0 && zpool[k][i].ready && !zpool[k][i].busy)
+			return &zpool[k][i];
+	return NULL;
+}
+
+/* Start one helper of kind k in the background unless one of that kind is
+ * already starting or the pool of that kind is full. Caller holds zlock. */
+static void zwarm(enum sbx_zygote k, int cap, char *err, size_t errlen)
+{
+	for (int i = 0; i < cap; i++)
+		if (zpool[k][i].pid > 0 && !zpool[k][i].ready)
+			return;
+	for (int i = 0; i < cap; i++)
+		if (zpool[k][i].pid <= 0) {
+			zspawn(&zpool[k][i], err, errlen);
+			return;
 		}
 }
 
@@ -264,29 +317,23 @@ int sbx_zygote_start(const struct sbx_spec *spec, struct sbx_run *run, char *err
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		return -1;
 	}
+	enum sbx_zygote want = (unsigned)spec->zygote < SBX_ZYGOTE__MAX ? spec->zygote : SBX_ZYGOTE_FULL;
 	pthread_mutex_lock(&zlock);
 	zpool_init();
 	zreap();
 	int cap = pool_size();
 	bool warm = zstarts++ > 0;  /* a single-run process never starts a zygote */
 	for (int attempt = 0; attempt < 2; attempt++) {
-		z = NULL;
-		for (int i = 0; i < cap; i++)
-			zcheck(&zpool[i], 0);
-		for (int i = 0; i < cap && !z; i++)
-			if (zpool[i].pid > 0 && zpool[i].ready && !zpool[i].busy)
-				z = &zpool[i];
+		z = zidle(want, cap);
 		if (!z) {
-			/* none ready and idle: warm one up for later, run one-shot now */
-			bool starting = false;
-			for (int i = 0; i < cap; i++)
-				starting |= zpool[i].pid > 0 && !zpool[i].ready;
-			for (int i = 0; i < cap && warm && !starting; i++)
-				if (zpool[i].pid <= 0) {
-					zspawn(&zpool[i], err, errlen);
-					break;
-				}
-			break;
+			/* none of its kind ready and idle: warm one up for later, and run
+			 * on an idle zygote of the other kind (whose child imports what
+			 * its own did not preload) or, with none, one-shot now */
+			if (warm)
+				zwarm(want, cap, err, errlen);
+			z = zidle(want == SBX_ZYGOTE_NUMPY ? SBX_ZYGOTE_FULL : SBX_ZYGOTE_NUMPY, cap);
+			if (!z)
+				break;
 		}
 		int fds[5] = { p.in[0], p.out[1], p.log[1], p.verdict[1], spec->shm_fd };
 		if (zsend(z, &rq, fds, rq.has_shm ? 5 : 4) == 0)

@@ -71,10 +71,15 @@ bool jobq_add(struct jobq *q, const struct job_kind *k, void *env)
 	return true;
 }
 
-/* Start a READ COMMITTED transaction. 0 or -1. */
+/*
+ * Start a READ COMMITTED transaction: one round trip on a handle whose
+ * sessions are READ COMMITTED already (db_set_read_committed, as every
+ * runner connection: rdb_connect), two on any other. 0 or -1.
+ */
 static int begin(struct db *db, struct buf *err)
 {
-	if (db_run(db, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED", NULL, 0, NULL, 0, NULL, NULL, NULL, err) != 0)
+	if (!db_read_committed(db) &&
+	    db_run(db, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED", NULL, 0, NULL, 0, NULL, NULL, NULL, err) != 0)
 		return -1;
 	if (db_begin(db) != DB_OK) {
 		buf_printf(err, "database: %s", db_error(db));
@@ -168,15 +173,12 @@ static int claim_kind(struct db *db, const char *owner, const struct job_kind *k
 }
 
 /*
- * Which kinds have a queued row, in one statement with neither a
- * transaction nor a lock: bit i of *mask for kind q->k[i]. Most claims find
- * nothing (a slot that just finished, a wake-up another slot served), and
- * this makes such a claim one round trip instead of four per kind. A hint
- * only: a row seen here may be claimed by another runner first (the locking
- * claim then finds none), and a row committed just after it is found by the
- * next claim, exactly as after an empty locking claim. 0 or -1.
+ * How many rows matching `where` each kind's table has, counted up to
+ * `limit`, in one statement with neither a transaction nor a lock: n[i] for
+ * kind q->k[i]. `where` is a constant of the caller (never input). 0 or -1.
  */
-static int queued_kinds(struct db *db, const struct jobq *q, unsigned *mask, struct buf *err)
+static int kind_counts(struct db *db, const struct jobq *q, const char *where, unsigned limit,
+		       unsigned n[JOBQ_KINDS_MAX], struct buf *err)
 {
 	char sql[SQL_MAX];
 	struct db_col c[JOBQ_KINDS_MAX];
@@ -184,32 +186,45 @@ static int queued_kinds(struct db *db, const struct jobq *q, unsigned *mask, str
 	size_t off = (size_t)snprintf(sql, sizeof sql, "SELECT ");
 	for (size_t i = 0; i < q->n && off < sizeof sql; i++) {
 		c[i] = (struct db_col)DB_COL_INT;
-		off += (size_t)snprintf(sql + off, sizeof sql - off, "%sEXISTS (SELECT 1 FROM %s WHERE status = 'queued')",
-					i ? ", " : "", q->k[i].kind->table);
+		off += (size_t)snprintf(sql + off, sizeof sql - off, "%s(SELECT COUNT(*) FROM (SELECT 1 FROM %s WHERE %s "
+					"LIMIT %u) AS k%zu)", i ? ", " : "", q->k[i].kind->table, where, limit, i);
 	}
 	if (off >= sizeof sql)
-		abort();   /* the kinds' table names are constants far below SQL_MAX */
-	*mask = 0;
+		abort();   /* the kinds' table names and the conditions are constants far below SQL_MAX */
 	if (db_run(db, sql, NULL, 0, c, q->n, db_row_once, &found, NULL, err) != 0)
 		return -1;
-	for (size_t i = 0; found && i < q->n; i++)
-		if (!c[i].is_null && c[i].i != 0)
-			*mask |= 1u << i;
+	for (size_t i = 0; i < q->n; i++)
+		n[i] = found && !c[i].is_null && c[i].i > 0 ? (unsigned)c[i].i : 0;
 	return 0;
+}
+
+/*
+ * How many queued rows each kind has, counted up to 2 (none, one, more)
+ * (kind_counts). Most claims find nothing (a slot that just finished, a
+ * wake-up another slot served), and this makes such a claim one round trip
+ * instead of four per kind; "more than one" tells a slot that claimed one
+ * whether another slot should look too. A hint only: a row seen here may be
+ * claimed by another runner first (the locking claim then finds none), and
+ * a row committed just after it is found by the next claim, exactly as after
+ * an empty locking claim. 0 or -1.
+ */
+static int queued_kinds(struct db *db, const struct jobq *q, unsigned n[JOBQ_KINDS_MAX], struct buf *err)
+{
+	return kind_counts(db, q, "status = 'queued'", 2, n, err);
 }
 
 int jobq_claim(struct db *db, const struct jobq *q, struct jobq_job *j, struct buf *err)
 {
-	unsigned queued;
+	unsigned queued[JOBQ_KINDS_MAX];
 	memset(j, 0, sizeof *j);
 	if (q->n == 0)
 		return 0;
 again:
-	if (queued_kinds(db, q, &queued, err) != 0)
+	if (queued_kinds(db, q, queued, err) != 0)
 		return -1;
 	for (size_t i = 0; i < q->n; i++) {
 		const struct job_kind *k = q->k[i].kind;
-		if (!(queued & (1u << i)))
+		if (queued[i] == 0)
 			continue;
 		int got = claim_kind(db, q->owner, k, &j->lease, err);
 		if (got < 0)
@@ -222,6 +237,9 @@ again:
 		int rc = k->load(db, &j->lease, j->job, &why);
 		if (rc > 0) {
 			buf_free(&why);
+			j->more = queued[i] > 1;
+			for (size_t m = i + 1; m < q->n; m++)
+				j->more = j->more || queued[m] > 0;
 			return 1;
 		}
 		/* the row cannot be executed by anyone: final, not retried */
@@ -409,6 +427,14 @@ enum jobq_end jobq_process(struct db *db, const struct jobq *q, struct jobq_job 
 	return w < 0 ? JOBQ_DB_ERROR : w == 0 ? JOBQ_LEASE_LOST : JOBQ_WRITTEN;
 }
 
+unsigned jobq_kind_bit(const struct jobq *q, const struct job_kind *k)
+{
+	for (size_t i = 0; i < q->n; i++)
+		if (q->k[i].kind == k)
+			return 1u << i;
+	return 0;
+}
+
 /*
  * Append `, col = CASE id WHEN ? THEN ? ... ELSE col END` over the entries
  * of p of kind k to sql, their (id, value) pairs to a (n so far), the
@@ -429,7 +455,7 @@ static void progress_case(struct buf *sql, struct db_arg *a, size_t *n, const st
 	buf_printf(sql, " ELSE %s END", col);
 }
 
-int jobq_heartbeat(struct db *db, const struct jobq *q, const struct jobq_progress *p, size_t np,
+int jobq_heartbeat(struct db *db, const struct jobq *q, unsigned kinds, const struct jobq_progress *p, size_t np,
 		   struct buf *err)
 {
 	struct buf sql = BUF_INIT;
@@ -438,6 +464,8 @@ int jobq_heartbeat(struct db *db, const struct jobq *q, const struct jobq_progre
 	for (size_t i = 0; i < q->n && rc == 0; i++) {
 		const struct job_kind *k = q->k[i].kind;
 		size_t n = 0, mine = 0;
+		if (!(kinds & (1u << i)))
+			continue;
 		for (size_t j = 0; j < np; j++)
 			mine += p[j].kind == k;
 		buf_reset(&sql);
@@ -467,22 +495,29 @@ static bool collect_id(void *ctx, const struct db_col *cols, size_t ncols)
 	return true;
 }
 
-int jobq_cancel_requests(struct db *db, const struct jobq *q, struct buf *out, struct buf *err)
+int jobq_cancel_requests(struct db *db, const struct jobq *q, unsigned kinds, struct buf *out, struct buf *err)
 {
-	char sql[SQL_MAX];
-	int total = 0;
-	for (size_t i = 0; i < q->n; i++) {
-		char id[64] = "";
-		struct db_col c[] = { DB_COL_TEXT(id) };
-		struct db_arg a[] = { DB_ARG_TEXT(q->owner) };
-		struct db_result res = { 0 };
-		if (db_run(db, sqlf(sql, "SELECT id FROM %s WHERE status = 'running' AND cancel_requested = 1 "
-				    "AND lease_owner = ?", q->k[i].kind->table),
-		      a, 1, c, 1, collect_id, out, &res, err) != 0)
-			return -1;
-		total += (int)res.rows;
+	char sql[SQL_MAX], id[64] = "";
+	struct db_col c[] = { DB_COL_TEXT(id) };
+	struct db_arg a[JOBQ_KINDS_MAX];
+	struct db_result res = { 0 };
+	size_t off = 0, na = 0;
+	/* one statement over the kinds asked for: a UNION ALL of each table's rows */
+	for (size_t i = 0; i < q->n && off < sizeof sql; i++) {
+		if (!(kinds & (1u << i)))
+			continue;
+		off += (size_t)snprintf(sql + off, sizeof sql - off, "%sSELECT id FROM %s WHERE status = 'running' AND "
+					"cancel_requested = 1 AND lease_owner = ?", na ? " UNION ALL " : "",
+					q->k[i].kind->table);
+		a[na++] = (struct db_arg)DB_ARG_TEXT(q->owner);
 	}
-	return total;
+	if (off >= sizeof sql)
+		abort();   /* the kinds' table names are constants far below SQL_MAX */
+	if (na == 0)
+		return 0;
+	if (db_run(db, sql, a, na, c, 1, collect_id, out, &res, err) != 0)
+		return -1;
+	return (int)res.rows;
 }
 
 struct expired {
@@ -558,10 +593,29 @@ fail:
 	return -1;
 }
 
+/*
+ * Which kinds have an expired lease (kind_counts up to 1, each reading the
+ * (status, lease_expires_at) index). Nearly every reap finds none, and this
+ * makes it one round trip instead of a locking transaction per kind. A hint
+ * only: a lease renewed after it is read is skipped by the locking SELECT,
+ * and one that expires after it by the next reap. 0 or -1.
+ */
+static int expired_kinds(struct db *db, const struct jobq *q, unsigned n[JOBQ_KINDS_MAX], struct buf *err)
+{
+	return kind_counts(db, q, "status = 'running' AND lease_expires_at < NOW(6)", 1, n, err);
+}
+
 int jobq_reap(struct db *db, const struct jobq *q, struct buf *err)
 {
+	unsigned expired[JOBQ_KINDS_MAX];
 	int total = 0;
+	if (q->n == 0)
+		return 0;
+	if (expired_kinds(db, q, expired, err) != 0)
+		return -1;
 	for (size_t i = 0; i < q->n; i++) {
+		if (expired[i] == 0)
+			continue;
 		int n = reap_kind(db, q->k[i].kind, err);
 		if (n < 0)
 			return -1;

@@ -199,6 +199,7 @@ struct jobq_job {
 	struct jobq_lease lease;
 	void             *job;     /* kind->job_size bytes, owned */
 	void             *env;
+	bool              more;    /* the claim saw other queued rows (a hint: another slot may look) */
 };
 
 /*
@@ -267,25 +268,34 @@ struct jobq_progress {
 	unsigned long long     done, total;
 };
 
+/* All of q's kinds, as a mask of jobq_kind_bit values. */
+#define JOBQ_ALL_KINDS (~0u)
+
+/* The bit of kind k in q (bit i for q's i-th kind); 0 when q does not serve k. */
+unsigned jobq_kind_bit(const struct jobq *q, const struct job_kind *k);
+
 /*
- * Renew the leases of every running job of q->owner, every kind, one
- * UPDATE per kind; in the same UPDATE, write the progress of the np jobs of
- * p whose kind has .progress (others are ignored; p may be NULL when np is
- * 0). -1 on error.
+ * Renew the leases of every running job of q->owner of the kinds in the
+ * mask `kinds` (jobq_kind_bit; a runner passes the kinds its slots run, so
+ * an idle kind costs no statement), one UPDATE per kind; in the same
+ * UPDATE, write the progress of the np jobs of p whose kind has .progress
+ * (others are ignored; p may be NULL when np is 0). -1 on error.
  */
-int jobq_heartbeat(struct db *db, const struct jobq *q, const struct jobq_progress *p, size_t np,
+int jobq_heartbeat(struct db *db, const struct jobq *q, unsigned kinds, const struct jobq_progress *p, size_t np,
 		   struct buf *err);
 
 /*
- * Ids of running jobs of q->owner (every kind) whose cancellation was
- * requested, appended NUL-separated to out; returns how many, or -1.
+ * Ids of running jobs of q->owner of the kinds in the mask `kinds` whose
+ * cancellation was requested, appended NUL-separated to out, in one
+ * statement (none for an empty mask); returns how many, or -1.
  */
-int jobq_cancel_requests(struct db *db, const struct jobq *q, struct buf *out, struct buf *err);
+int jobq_cancel_requests(struct db *db, const struct jobq *q, unsigned kinds, struct buf *out, struct buf *err);
 
 /*
  * Expired leases of every kind: cancelled (cancel requested), failed with
- * runner_lost (attempts used up) or re-queued. Returns how many were
- * re-queued, or -1.
+ * runner_lost (attempts used up) or re-queued. One lock-free statement asks
+ * which kinds have one; only those are locked and changed. Returns how many
+ * were re-queued, or -1.
  */
 int jobq_reap(struct db *db, const struct jobq *q, struct buf *err);
 

@@ -5,14 +5,21 @@
  * Theory of operation.
  *
  *   main thread ── signal pipe (SIGTERM, SIGINT), notify socket, timers
- *     │  heartbeat: every second while busy, renew the leases of this runner (and write the progress of its evaluations)
- *     │  cancel:    every RUNNER_TICK_MS while busy, look for cancel requests
- *     │             of our runs and kill their sandboxes (job_cancel)
+ *     │  heartbeat: every second while busy, renew the leases of this runner
+ *     │             (only the tables of the kinds its slots run), writing
+ *     │             the progress of its evaluations in the same UPDATE
+ *     │  cancel:    every RUNNER_TICK_MS while busy, and at once on a
+ *     │             cancellation datagram, look for cancel requests of our
+ *     │             jobs (one statement) and kill their sandboxes (job_cancel)
  *     │  reap:      every RUNNER_REAP_MS, re-queue runs whose lease expired
  *     │             (another runner died) or fail them with runner_lost
- *     │  wake:      a datagram from the API, a re-queue, or the idle poll
- *     │             bumps `gen` and wakes the idle slots; after a job's
- *     │             final write the slot wakes the API's waiters (jobwait.h)
+ *     │  wake:      each datagram from the API, and the idle poll, wakes
+ *     │             one idle slot (a wake token); a slot whose claim
+ *     │             saw more queued wakes one more, so a burst spreads over
+ *     │             the slots without every idle slot racing for each
+ *     │             run; a re-queue or reap bumps `gen` and wakes them
+ *     │             all; after a job's final write the slot wakes the
+ *     │             API's waiters (jobwait.h)
  *     ▼
  *   slot threads (N) ── each with its own DB connection
  *        loop: jobq_claim (runs first, then evaluations: FOR UPDATE SKIP
@@ -65,14 +72,16 @@ struct slot {
 	struct sbx_box_lease box;    /* the slot's box number, leased for the runner's life */
 	struct job_ctl *ctl;
 	char            job_id[37];  /* current job, "" when idle (under mu) */
-	const struct job_kind *kind; /* the current job's kind (under mu) */
+	const struct job_kind *kind; /* its kind, NULL when idle (under mu) */
 	bool            busy;
 };
 
 static struct {
 	pthread_mutex_t mu;
 	pthread_cond_t  cv;
-	unsigned long   gen;        /* bumped to wake idle slots */
+	unsigned long   gen;        /* bumped to wake every idle slot */
+	unsigned        tokens;     /* wake-ups for one idle slot each (at most nslots) */
+	unsigned        waiting;    /* slots asleep on cv */
 	bool            stopping;   /* no more claims */
 	const char     *db_url;
 	char            owner[RUNNER_OWNER_MAX];
@@ -138,6 +147,25 @@ static void wake_slots(void)
 	pthread_mutex_lock(&R.mu);
 	R.gen++;
 	pthread_cond_broadcast(&R.cv);
+	pthread_mutex_unlock(&R.mu);
+}
+
+/*
+ * Wake n idle slots, one per token. A token left when no slot sleeps is
+ * taken by the next slot that comes back idle, which then claims once more
+ * instead of sleeping (so a datagram that arrives while a slot is between
+ * its empty claim and its sleep is not lost); at most nslots are kept.
+ * only_if_asleep: add nothing when no slot sleeps (the hint of a slot whose
+ * claim succeeded: that a run may be left for another slot).
+ */
+static void wake_some(unsigned n, bool only_if_asleep)
+{
+	pthread_mutex_lock(&R.mu);
+	if (only_if_asleep && n > R.waiting)
+		n = R.waiting;
+	R.tokens = R.tokens + n > R.nslots ? R.nslots : R.tokens + n;
+	for (unsigned i = 0; i < n; i++)
+		pthread_cond_signal(&R.cv);
 	pthread_mutex_unlock(&R.mu);
 }
 
@@ -232,7 +260,12 @@ static void slot_run(struct slot *s, struct db *c, struct jobq_job *j)
 		break;
 	case JOBQ_WRITTEN:
 		atomic_fetch_add(&R.completed, 1);
-		jobwait_wake_all(R.notify_dir);   /* requests waiting for a job re-read it */
+		/* a run's waiter learns it is final without a read; other waiters
+		 * (another run's, an agent's event stream) re-read what they wait for */
+		if (j->lease.kind == &run_kind)
+			jobwait_wake_done(R.notify_dir, id);
+		else
+			jobwait_wake_all(R.notify_dir);
 		log_run(LOG_LVL_DEBUG, j->lease.kind == &run_kind ? "run_done" : "job_done", id,
 			o.status == JOB_COMPLETED ? "completed" : o.error_code[0] ? o.error_code : "failed");
 		break;
@@ -270,6 +303,8 @@ static void *slot_main(void *arg)
 			}
 		}
 		if (got > 0) {
+			if (j.more)
+				wake_some(1, true);   /* more is queued: one idle slot looks */
 			slot_run(s, c, &j);
 			jobq_job_free(&j);
 			slot_leave(s);
@@ -277,8 +312,13 @@ static void *slot_main(void *arg)
 		}
 		slot_leave(s);
 		pthread_mutex_lock(&R.mu);
-		while (R.gen == seen && !R.stopping)
+		while (R.gen == seen && R.tokens == 0 && !R.stopping) {
+			R.waiting++;
 			pthread_cond_wait(&R.cv, &R.mu);
+			R.waiting--;
+		}
+		if (R.gen == seen && R.tokens > 0)
+			R.tokens--;
 		pthread_mutex_unlock(&R.mu);
 	}
 	if (c)
@@ -332,29 +372,54 @@ static size_t collect_progress(struct jobq_progress *p)
 	return n;
 }
 
-/* Periodic database work of the main thread; reconnects as needed. */
-static void housekeeping(struct db **c, long long t, long long *last_hb, long long *last_reap)
+/* The kinds the slots run now, as a mask of jobq_kind_bit. */
+static unsigned running_kinds(void)
+{
+	unsigned m = 0;
+	pthread_mutex_lock(&R.mu);
+	for (unsigned i = 0; i < R.nslots; i++)
+		if (R.slots[i].kind)
+			m |= jobq_kind_bit(&R.q, R.slots[i].kind);
+	pthread_mutex_unlock(&R.mu);
+	return m;
+}
+
+/* When the housekeeping of the main thread last did each of its periodic steps. */
+struct house_times {
+	long long hb, reap, cancel;
+};
+
+/*
+ * Periodic database work of the main thread; reconnects as needed. The
+ * heartbeat and the cancel poll name only the kinds the slots run (a job
+ * claimed a moment ago and not yet listed has a fresh lease and is seen by
+ * the next poll); the cancel poll runs every RUNNER_TICK_MS, or at once
+ * when cancel_now (a cancellation datagram).
+ */
+static void housekeeping(struct db **c, long long t, struct house_times *ht, bool cancel_now)
 {
 	struct buf err = BUF_INIT, ids = BUF_INIT;
 	if (!*c && !(*c = rdb_connect(R.db_url, &err)))
 		goto out;
 	bool busy = atomic_load(&R.busy) > 0;
-	if (busy && t - *last_hb >= 1000) {
+	unsigned kinds = busy ? running_kinds() : 0;
+	if (busy && t - ht->hb >= 1000) {
 		struct jobq_progress prog[RUNNER_MAX_SLOTS];
 		size_t np = collect_progress(prog);
-		if (jobq_heartbeat(*c, &R.q, prog, np, &err) != 0)
+		if (jobq_heartbeat(*c, &R.q, kinds, prog, np, &err) != 0)
 			goto fail;
-		*last_hb = t;
+		ht->hb = t;
 	}
-	if (busy) {
-		int n = jobq_cancel_requests(*c, &R.q, &ids, &err);
+	if (kinds && (cancel_now || t - ht->cancel >= RUNNER_TICK_MS)) {
+		ht->cancel = t;
+		int n = jobq_cancel_requests(*c, &R.q, kinds, &ids, &err);
 		if (n < 0)
 			goto fail;
 		if (n > 0)
 			cancel_listed(&ids, n);
 	}
-	if (t - *last_reap >= RUNNER_REAP_MS) {
-		*last_reap = t;
+	if (t - ht->reap >= RUNNER_REAP_MS) {
+		ht->reap = t;
 		int n = jobq_reap(*c, &R.q, &err);
 		if (n < 0)
 			goto fail;
@@ -385,7 +450,8 @@ out:
 static int supervise(int sfd, int nfd, int poll_ms, int drain_s)
 {
 	struct db *c = NULL;
-	long long last_hb = 0, last_reap = 0, last_poll = now_ms(), drain_until = 0;
+	long long last_poll = now_ms(), drain_until = 0;
+	struct house_times ht = { 0, 0, 0 };
 	bool handed_back = false;
 	for (;;) {
 		bool busy = atomic_load(&R.busy) > 0;
@@ -412,19 +478,20 @@ static int supervise(int sfd, int nfd, int poll_ms, int drain_s)
 				}
 			}
 		}
-		if (nfd >= 0 && (p[1].revents & POLLIN) && notify_drain(nfd) > 0) {
-			wake_slots();
+		int woken = 0, cancels = 0;
+		if (nfd >= 0 && (p[1].revents & POLLIN) && (woken = notify_drain(nfd, &cancels)) > 0) {
+			wake_some((unsigned)woken, false);   /* one idle slot per datagram */
 			last_poll = t;
 		}
 		if (!R.stopping && t - last_poll >= poll_ms) {
-			wake_slots();   /* the DB poll: the fallback for other hosts */
+			wake_some(1, false);   /* the DB poll: the fallback for other hosts */
 			last_poll = t;
 		}
 		if (R.stopping && !handed_back && t >= drain_until) {
 			hand_back_all();
 			handed_back = true;
 		}
-		housekeeping(&c, t, &last_hb, &last_reap);
+		housekeeping(&c, t, &ht, cancels > 0);
 	}
 	if (c)
 		db_free(c);

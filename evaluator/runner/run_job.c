@@ -32,6 +32,7 @@ struct db *rdb_connect(const char *url, struct buf *err)
 	if (!dburl_parse(url, &u, err))
 		return NULL;
 	db = db_new(&u);
+	db_set_read_committed(db);   /* every runner transaction is READ COMMITTED (jobq.c) */
 	if (db_connect(db) != DB_OK) {
 		buf_printf(err, "database: %s", db_error(db));
 		db_free(db);

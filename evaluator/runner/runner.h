@@ -101,7 +101,8 @@ void rresult_fail(struct rresult *r, const char *code, const char *fmt, ...)
 
 /* ---- database (run_job.c) ---------------------------------------------------- */
 
-/* A connection (common/db.h, prepared statements only) for DATABASE_URL, connected; NULL with a message on error. */
+/* A connection (common/db.h, prepared statements only) for DATABASE_URL, connected, its sessions READ
+ * COMMITTED (db_set_read_committed); NULL with a message on error. */
 struct db;
 struct db *rdb_connect(const char *url, struct buf *err);
 

@@ -100,26 +100,40 @@ bool run_wait_status(struct fcgi_ctx *c, const char *id, char out[16])
 }
 
 /* Wait (see run_wait.h). */
-int run_wait_for(struct fcgi_ctx *c, struct run_wait *w, const char *id)
+int run_wait_for(struct fcgi_ctx *c, struct run_wait *w, const char *id, bool queued_now)
 {
-	long long deadline = rw_now_ms() + (long long)(w->seconds * 1000.0);
+	long long deadline = rw_now_ms() + (long long)(w->seconds * 1000.0), last_read = rw_now_ms();
+	bool read = !queued_now;   /* a run queued after the wait was registered is not final yet */
 	enum job_status s;
 	char status[16];
 	int rc = 0;
 
 	while (w->seconds > 0) {
-		if (!run_wait_status(c, id, status)) {
-			rc = -1;
-			break;
+		if (read) {
+			if (!run_wait_status(c, id, status)) {
+				rc = -1;
+				break;
+			}
+			last_read = rw_now_ms();
+			if (!status[0] || (job_status_parse(status, &s) && job_status_final(s))) {
+				rc = 1;
+				break;
+			}
 		}
-		if (!status[0] || (job_status_parse(status, &s) && job_status_final(s))) {
-			rc = 1;
-			break;
-		}
-		long long left = deadline - rw_now_ms();
+		long long now = rw_now_ms(), left = deadline - now;
 		if (left <= 0)
 			break;
-		(void)jobwait_sleep(&w->jw, (int)(left < RW_BACKSTOP_MS ? left : RW_BACKSTOP_MS));
+		/* sleep at most until the backstop read is due */
+		long long until_backstop = last_read + RW_BACKSTOP_MS - now;
+		if (until_backstop < 0)
+			until_backstop = 0;
+		enum jobwait_wake why = jobwait_sleep_job(&w->jw, (int)(left < until_backstop ? left : until_backstop), id);
+		if (why == JOBWAIT_DONE) {
+			rc = 1;   /* the runner wrote its final state */
+			break;
+		}
+		/* another job's finish needs no read until the backstop is due */
+		read = why != JOBWAIT_OTHER || rw_now_ms() - last_read >= RW_BACKSTOP_MS;
 	}
 	run_wait_end(w);
 	return rc;

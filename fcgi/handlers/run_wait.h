@@ -6,7 +6,10 @@
  * the pool, RUNS_MAX_WAITS_PER_USER per user); over a cap the request is
  * answered 429 `rate_limited` with Retry-After and nothing was done. An
  * admitted wait sleeps on the runner's wake-up datagram (common/jobwait.h)
- * with a bounded timeout and re-reads the run's status after each wake-up.
+ * with a bounded timeout: the runner's "d<run id>" for its run ends it
+ * without a read, another run's lets it sleep on, a plain wake-up makes it
+ * re-read the run's status, and so does every RW_BACKSTOP_MS (250 ms)
+ * without one (runners on other hosts wake nobody here).
  */
 #ifndef AGENTTEST_FCGI_RUN_WAIT_H
 #define AGENTTEST_FCGI_RUN_WAIT_H
@@ -40,10 +43,12 @@ bool run_wait_admit(struct fcgi_ctx *c, double seconds, struct run_wait *w);
 
 /*
  * Wait until run id is finished or w's time is over, then unregister.
- * Returns 1 finished (or gone), 0 still going (or no wait), -1 after
- * replying a database error.
+ * queued_now: the caller queued the run after registering w, so it is not
+ * final yet and the first status read is skipped (a finish before the
+ * sleep leaves its datagram queued on w's socket). Returns 1 finished (or
+ * gone), 0 still going (or no wait), -1 after replying a database error.
  */
-int run_wait_for(struct fcgi_ctx *c, struct run_wait *w, const char *id);
+int run_wait_for(struct fcgi_ctx *c, struct run_wait *w, const char *id, bool queued_now);
 
 /* Unregister without waiting (an error path between begin and for). */
 void run_wait_end(struct run_wait *w);

@@ -205,7 +205,7 @@ static bool insert_run(struct fcgi_ctx *c, const struct new_run *n, char id[37])
 /* Reply with run id after the registered wait w: 200 when finished within it, else 202. */
 static void reply_after_wait(struct fcgi_ctx *c, const char *id, struct run_wait *w)
 {
-	int done = run_wait_for(c, w, id);
+	int done = run_wait_for(c, w, id, true);
 	if (done < 0)
 		return;
 	char loc[64];
@@ -554,7 +554,7 @@ void h_runs_cancel(struct fcgi_ctx *c)
 	rv_notify(c, "c");
 	if (strcmp(r->status, "queued") == 0)
 		jobwait_wake_all(fcgi_config(c, "RUNNER_NOTIFY_DIR"));  /* a queued run is final now */
-	if (run_wait_for(c, &rw, r->id) < 0)
+	if (run_wait_for(c, &rw, r->id, false) < 0)
 		return;
 	rv_reply_run(c, 202, r->id);
 }
@@ -688,7 +688,7 @@ void h_runs_verify(struct fcgi_ctx *c)
 		run_wait_end(&rw);
 		return;
 	}
-	int done = run_wait_for(c, &rw, id);
+	int done = run_wait_for(c, &rw, id, true);
 	if (done < 0)
 		return;
 	struct rv_run *orig = arena_alloc(fcgi_arena(c), sizeof *orig);

@@ -10,9 +10,12 @@ live process whose session is one the stack started (the runner with its
 sandbox helpers, zygotes and the runs they reaped; the pool; nginx;
 MariaDB), read from /proc before and after.
 """
+import getpass
 import http.client
 import json
 import os
+import re
+import subprocess
 import statistics
 import sys
 import threading
@@ -124,8 +127,10 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, int(q * (len(xs) - 1) + 0.5))]
 
 
-def rate(t, n_clients, duration, submit):
-    """Runs/s of n_clients looping for duration s (each: [submit new code,] run)."""
+def rate(t, n_clients, duration, submit, sessions=None):
+    """(runs/s, {component: CPU ms per run}) of n_clients looping for duration s
+    (each: [submit new code,] run); the CPU of the stack's components when sessions
+    (stack_sessions) are given, else {}."""
     vid = t.submit(Client(t.base), BH, "cost-bh")
     counts = [0] * n_clients
     stop = time.perf_counter() + duration
@@ -144,6 +149,7 @@ def rate(t, n_clients, duration, submit):
             errors.append(repr(exc))
 
     th = [threading.Thread(target=loop, args=(k,)) for k in range(n_clients)]
+    p0 = cpu_by_part(sessions) if sessions else {}
     t0 = time.perf_counter()
     for x in th:
         x.start()
@@ -151,7 +157,11 @@ def rate(t, n_clients, duration, submit):
         x.join()
     if errors:
         raise RuntimeError(errors[0])
-    return sum(counts) / (time.perf_counter() - t0)
+    runs_s = sum(counts) / (time.perf_counter() - t0)
+    p1 = cpu_by_part(sessions) if sessions else {}
+    n = max(1, sum(counts))
+    cpu = {k: ((p1[k][0] + p1[k][1]) - (p0.get(k, (0, 0))[0] + p0.get(k, (0, 0))[1])) / n * 1000 for k in p1}
+    return runs_s, cpu
 
 
 def latencies(t, n):
@@ -190,6 +200,42 @@ def in_process_cost(n):
     return (time.process_time() - c0) / n * 1000, (time.perf_counter() - t0) / n * 1000
 
 
+def mariadb(run_dir, sql):
+    """Run sql on the stack's MariaDB (its unix socket in run_dir, the OS user's account)."""
+    subprocess.run(["mariadb", "--no-defaults", "--protocol=socket", "--socket=" + os.path.join(run_dir, "mysqld.sock"),
+                    "-u", getpass.getuser(), "-N", "-e", sql], check=True, stdout=subprocess.DEVNULL)
+
+
+def sql_shape(text):
+    """A statement with its literals and whitespace folded, so its executions group together."""
+    text = re.sub(r"'(?:[^'\\]|\\.)*'", "?", text)
+    text = re.sub(r"\b\d+(?:\.\d+)?(?:e[-+]?\d+)?\b", "?", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def sql_per_run(run_dir, work, n_runs):
+    """MariaDB's general log over work(): (round trips per run, [(per run, statement shape)]).
+    A round trip is a text query, a prepared statement's execution or a prepare."""
+    path = os.path.join(run_dir, "general-%d.log" % time.monotonic_ns())
+    mariadb(run_dir, "SET GLOBAL log_output = 'FILE'; SET GLOBAL general_log_file = '%s'; "
+            "SET GLOBAL general_log = 1" % path)
+    try:
+        work()
+    finally:
+        mariadb(run_dir, "SET GLOBAL general_log = 0")
+    shapes = {}
+    for line in open(path, errors="replace"):
+        m = re.match(r"^(?:\d{6}\s+[\d:]+\s+)?\s*\d+\s+(Query|Execute|Prepare|Close stmt|Reset stmt|Quit|Connect"
+                     r"|Init DB|Ping)\t(.*)$", line)
+        if not m or m.group(1) not in ("Query", "Execute", "Prepare", "Ping") or "general_log" in m.group(2):
+            continue   # a continuation line of a multi-line statement, or no round trip of a run
+        key = m.group(1) + " " + sql_shape(m.group(2)) if m.group(1) in ("Prepare", "Ping") else sql_shape(m.group(2))
+        shapes[key] = shapes.get(key, 0) + 1
+    os.unlink(path)
+    rows = sorted(((v / n_runs, k) for k, v in shapes.items()), reverse=True)
+    return sum(v for v, _ in rows), rows
+
+
 def loadavg():
     return open("/proc/loadavg").read().split()[0]
 
@@ -226,6 +272,25 @@ def main():
             "%s %.1f" % (k, ((p1[k][0] + p1[k][1]) - (p0.get(k, (0, 0))[0] + p0.get(k, (0, 0))[1])) / n_seq * 1000)
             for k in sorted(p1))))
 
+    for nc in (1, 4):
+        per = max(1, n_seq // nc)
+
+        def burst():
+            def loop():
+                cl = Client(base)
+                for _ in range(per):
+                    ours.run(cl, vid)
+            th = [threading.Thread(target=loop) for _ in range(nc)]
+            for x in th:
+                x.start()
+            for x in th:
+                x.join()
+        total, rows = sql_per_run(run_dir, burst, per * nc)
+        print("\nSQL round trips per 5-bar run, %d client%s (MariaDB general log): %.1f" % (nc, "s"[:nc > 1], total))
+        if os.environ.get("SQL_DETAIL") == "1":
+            for v, k in rows:
+                print("  %6.2f  %s" % (v, k[:150]))
+
     cpu, wall = in_process_cost(2000)
     print("%-14s %10s %10s %10.3f %10.3f   (baseline: unsandboxed in-process call under %s, no HTTP/DB)"
           % ("in-process", "", "", cpu, wall, sys.executable))
@@ -240,10 +305,11 @@ def main():
         res[name] = {}
         for submit in (False, True):
             for n in clients:
-                res[name][(submit, n)] = rate(t, n, duration, submit)
+                res[name][(submit, n)] = rate(t, n, duration, submit, sessions if name == "ours" else None)
         res[name]["lat"] = latencies(t, max(20, n_seq // 2))
 
-    print("\n2. runs/s, 5 bars, %.0f s per figure (load now %s)" % (duration, loadavg()))
+    print("\n2. runs/s, 5 bars, %.0f s per figure, then our CPU ms per run by component (load now %s)"
+          % (duration, loadavg()))
     head = "%-30s" % "clients / loop" + "".join("%12s" % n for n, _ in targets)
     if orig:
         head += "%12s" % "ratio"
@@ -251,9 +317,11 @@ def main():
     for submit in (False, True):
         for n in clients:
             row = "%-30s" % ("%d, %s" % (n, "submit + run" if submit else "repeat one version"))
-            row += "".join("%12.1f" % res[name][(submit, n)] for name, _ in targets)
+            row += "".join("%12.1f" % res[name][(submit, n)][0] for name, _ in targets)
             if orig:
-                row += "%12.2f" % (res["ours"][(submit, n)] / res["original"][(submit, n)])
+                row += "%12.2f" % (res["ours"][(submit, n)][0] / res["original"][(submit, n)][0])
+            # CPU ms per run of each component of our stack
+            row += "   " + "  ".join("%s %.1f" % kv for kv in sorted(res["ours"][(submit, n)][1].items()))
             print(row)
 
     print("\n3. latency, 1 client, ms (p50 / p90) (load now %s)" % loadavg())

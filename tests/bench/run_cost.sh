@@ -7,6 +7,8 @@
 #      MariaDB) and client wall time, for N_SEQ sequential buy-and-hold runs
 #      (POST /runs with wait) on the 5-bar dataset "v1" and on the
 #      10,080-bar synthetic week "synth-v1";
+#      then the SQL round trips per run (MariaDB's general log, 1 and 4
+#      clients);
 #   2. runs/s with 1, 4 and 16 clients for DURATION seconds each, (a)
 #      repeating one version (POST /runs with wait) and (b) submitting new
 #      code and then running it;
@@ -29,7 +31,7 @@
 #
 # The faults column: minor page faults per run (copy-on-write included).
 # Knobs: RUNNER_SLOTS=2, N_SEQ=40, DURATION=5, AUDIT=1, CLIENTS="1 4 16",
-# RUN_COST_ONLY=1 (part 1 only),
+# RUN_COST_ONLY=1 (part 1 only), SQL_DETAIL=1 (each statement's count per run),
 # ORIG_AGENTTEST_DIR, AGENTTEST_BIN.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -45,9 +45,11 @@ FILE_WORD = ("import ctypes, os, time\nlibc = ctypes.CDLL(None, use_errno=True)\
              "word = ctypes.c_uint32.from_address(addr + 64).value\naddr += 64\n")
 
 
-def case(src, expect, modes=("zygote", "oneshot"), check=None, slow=False):
-    """slow: benign heavy work, run with generous limits (SLOW_LIMITS)."""
-    return {"src": src, "expect": set(expect), "modes": modes, "check": check, "slow": slow}
+def case(src, expect, modes=("zygote", "oneshot"), check=None, slow=False, full=True):
+    """slow: benign heavy work, run with generous limits (SLOW_LIMITS).
+    full=False: a "zygote" case that holds only on the zygote its source is
+    routed to, so it is left out of the pass that forces the FULL zygote."""
+    return {"src": src, "expect": set(expect), "modes": modes, "check": check, "slow": slow, "full": full}
 
 
 def escaped_if(cond_src, what):
@@ -314,8 +316,11 @@ def thp_usable():
 # (sandbox/heap_thp.c), so a run starts with part of it still mapped 2 MiB
 # at a time; without that, a fork copies and an exit zaps 512 times more
 # page-table entries. Its own /proc shows it; a kernel without THP cannot.
+# Checked on the full zygote (the comment routes it there): the small one's
+# heap is six huge pages, which a run's first writes split, every one.
 if thp_usable():
     CASES["zygote_heap_huge_pages"] = case(
+        "# pandas\n"
         "kb = [int(l.split()[1]) for l in open('/proc/self/smaps_rollup') if l.startswith('AnonHugePages:')]\n"
         "if not kb or kb[0] < 2048:\n    raise RuntimeError('zygote heap not in huge pages: %r' % kb)\n",
         ["OK"], modes=("zygote",))
@@ -331,6 +336,23 @@ CASES["zygote_heap_plugged"] = case(
     "holes = mi.fordblks - mi.keepcost\n"
     "if mi.ordblks > 300:\n    raise RuntimeError('free chunks on inherited pages: %d bytes in %d chunks' % (holes, mi.ordblks))\n",
     ["OK"], modes=("zygote",))
+
+# Per-run cost (issue 19): a run goes to the small zygote (numpy alone)
+# unless its source names pandas (sbx_zygote_for_code). The sources below
+# spell the name in pieces where they must not be routed by it.
+PD = "'pan' + 'das'"
+CASES["zygote_small_for_numpy_code"] = case(
+    "import sys\nif %s in sys.modules:\n    raise RuntimeError('preloaded: not routed to the small zygote')\n" % PD,
+    ["OK"], full=False)
+CASES["zygote_full_for_pandas_code"] = case(
+    "import sys\npre = 'pandas' in sys.modules\nimport pandas\n"
+    "if not pre:\n    raise RuntimeError('pandas was not preloaded: not routed to the full zygote')\n",
+    ["OK"], modes=("zygote",))
+# pandas reached in a way the routing cannot see still works on the small
+# zygote, only slower (the run imports it itself)
+CASES["small_zygote_imports_pandas"] = case(
+    "pd = __import__(%s)\ns = pd.Series(range(10)).rolling(3).mean()\nassert s.iloc[-1] == 8.0\n" % PD,
+    ["OK"], slow=True)
 
 # Leak-between-runs pairs: the first run tampers, the second must see nothing.
 LEAKS = {
@@ -568,18 +590,27 @@ def main():
     env["DATABASE_URL"] = "mysql://root:hunter2@localhost/agenttest"
     only = set(filter(None, args.only.split(",")))
     results = []  # (suite, name, passed, detail, seconds)
-    for mode in ("zygote", "oneshot"):
+    # zygote: each run on the zygote its source is routed to, as the runner
+    # does (most on the small one); zygote-full: every zygote case again on
+    # the FULL zygote (numpy and pandas preloaded)
+    for mode in ("zygote", "zygote-full", "oneshot"):
+        zyg = mode != "oneshot"
         menv = dict(env)
-        menv["AGENTTEST_SANDBOX_ZYGOTE"] = "1" if mode == "zygote" else "0"
+        menv["AGENTTEST_SANDBOX_ZYGOTE"] = "1" if zyg else "0"
         menv["AGENTTEST_SANDBOX_ZYGOTES"] = "1"
-        names = [n for n, c in CASES.items() if mode in c["modes"] and not c["slow"] and (not only or n in only)]
-        slow = [n for n, c in CASES.items() if mode in c["modes"] and c["slow"] and (not only or n in only)]
+
+        def wanted(n, c, slow):
+            if only and n not in only or c["slow"] != slow:
+                return False
+            return "zygote" in c["modes"] and c["full"] if mode == "zygote-full" else mode in c["modes"]
+        names = [n for n, c in CASES.items() if wanted(n, c, False)]
+        slow = [n for n, c in CASES.items() if wanted(n, c, True)]
         files = [paths[n] for n in names]
-        leak_names = [n for n in LEAKS if not only or n in only] if mode == "zygote" else []
+        leak_names = [n for n in LEAKS if not only or n in only] if zyg else []
         for n in leak_names:
             files += [paths[n + "_0"], paths[n + "_1"]]
         t0 = time.time()
-        pre = ["--prestart"] if mode == "zygote" else []
+        pre = {"zygote": ["--prestart"], "zygote-full": ["--prestart", "--zygote=full"]}.get(mode, [])
         res = run_drive(args.drive, files, menv, pre) if files else []
         if slow:
             sres = run_drive(args.drive, [paths[n] for n in slow], menv, pre + SLOW_LIMITS)
@@ -589,7 +620,7 @@ def main():
         for i, n in enumerate(names):
             c = CASES[n]
             fail = judge(n, res[i], c["expect"], c["check"], lis)
-            if not fail and mode == "zygote" and "zygote" not in res[i].get("warnings", "") and res[i].get("status") != "XX":
+            if not fail and zyg and "zygote" not in res[i].get("warnings", "") and res[i].get("status") != "XX":
                 fail = "did not run through the zygote: " + res[i].get("warnings", "")
             results.append((mode, n, fail is None, fail or "", dt))
         for j, n in enumerate(leak_names):
@@ -705,6 +736,37 @@ def main():
             if not fail and mode == "zygote" and "zygote" not in r.get("warnings", ""):
                 fail = "did not run through the zygote: " + r.get("warnings", "")
             results.append((mode, "shm_fd", fail is None, fail or "", 0))
+    # a run's results do not depend on the zygote it forked from: the same
+    # numpy code, and pandas code the routing cannot see, on the small zygote,
+    # on the full one and one-shot give the same output bytes
+    if not only or "zygote_kinds_identical" in only:
+        same = {
+            "numpy": "import numpy as np, random\n"
+                     "def simulate(prices, params):\n    p = np.asarray(prices, dtype=float)\n"
+                     "    noise = np.random.standard_normal(len(p)) * 1e-3 + random.random() * 1e-6\n"
+                     "    return list(np.cumprod(1 + np.diff(np.log(p), prepend=np.log(p[0])) + noise) "
+                     "* np.exp(np.sin(p) / 7))\n",
+            "runtime_import": "pd = __import__(%s)\nimport numpy as np\n"
+                              "def simulate(prices, params):\n    s = pd.Series(prices, dtype=float)\n"
+                              "    r = s.pct_change().fillna(0).ewm(span=5).mean().rolling(3, min_periods=1).std()\n"
+                              "    return list((1 + r.fillna(0) + np.random.standard_normal(len(s)) * 1e-4).cumprod())\n" % PD,
+        }
+        for n, src in same.items():
+            path = os.path.join(tmpdir, "src", "same_%s.py" % n)
+            with open(path, "w") as f:
+                f.write(src)
+            outs, fail = {}, None
+            for kind, extra in (("small", ["--prestart", "--zygote=numpy"]), ("full", ["--prestart", "--zygote=full"]),
+                                ("oneshot", [])):
+                menv = dict(env)
+                menv["AGENTTEST_SANDBOX_ZYGOTE"] = "0" if kind == "oneshot" else "1"
+                r = run_drive(args.drive, [path], menv, extra + SLOW_LIMITS)[0]
+                fail = fail or judge("same_" + n, r, {"OK"}, None, lis)
+                out = [f for f in r.get("frames", []) if f.get("type") == 0x83]
+                outs[kind] = (out[0].get("body_fnv"), out[0].get("body_len")) if out else None
+            if not fail and (len(set(outs.values())) != 1 or outs["small"][1] != 8 * 100):
+                fail = "outputs differ between zygotes: %s" % outs
+            results.append(("zygote", "zygote_kinds_identical_" + n, fail is None, fail or "", 0))
     # side effects
     time.sleep(0.2)
     results.append(("harness", "no_connection_arrived", not lis.hits, "hits: %s" % lis.hits, 0))

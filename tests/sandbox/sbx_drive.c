@@ -5,14 +5,18 @@
  *
  *   sbx-drive [--trusted] [--cpu=S] [--wall=S] [--mem=BYTES] [--box=N]
  *             [--bars=N] [--repeat=K] [--prestart] [--workdir=DIR]
- *             [--cancel-after=S] [--kill-helpers] [--shm] FILE...
+ *             [--cancel-after=S] [--kill-helpers] [--shm]
+ *             [--zygote=code|full|numpy] FILE...
  *
  * For every FILE (a Python strategy), in order and in this one process (so
  * the zygote pool is shared between them): sbx_start, LOAD the source, DATA
  * with N synthetic prices, RUN on all bars, BYE, read the log, sbx_finish.
  * Prints one JSON object per run on stdout: verdict fields, the frames the
- * host sent back (type and meta; OUTPUT bodies summarized as a count), the
- * tail of the log and the time from sbx_start to the verdict.
+ * host sent back (type and meta; bodies summarized as their length and
+ * FNV-1a hash, so runs can be compared bit for bit), the tail of the log
+ * and the time from sbx_start to the verdict. --zygote picks the zygote
+ * kind a run asks for: by its source as the runner does
+ * (sbx_zygote_for_code, the default), or always FULL or NUMPY.
  */
 #include <errno.h>
 #include <poll.h>
@@ -39,7 +43,17 @@ struct opts {
 	unsigned bars;
 	unsigned repeat;
 	bool prestart;
+	int zygote;            /* -1: by the source (sbx_zygote_for_code), else an enum sbx_zygote */
 };
+
+/* 64-bit FNV-1a of n bytes, as 16 hex digits in out[17]. */
+static void fnv1a_hex(const unsigned char *p, size_t n, char out[17])
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
 
 /* Write all of buf to fd; false on error (the host may be dead). */
 static bool write_all(int fd, const void *buf, size_t len)
@@ -95,7 +109,7 @@ static void tail_add(struct reader *r, const char *p, size_t n)
 }
 
 /* Pump until a whole frame is buffered (true) or EOF/timeout (false). */
-static bool next_frame(struct reader *r, uint16_t *type, json_object **meta, uint32_t *blen)
+static bool next_frame(struct reader *r, uint16_t *type, json_object **meta, uint32_t *blen, char hash[17])
 {
 	for (;;) {
 		if (r->len >= 16) {
@@ -113,6 +127,7 @@ static bool next_frame(struct reader *r, uint16_t *type, json_object **meta, uin
 				*meta = m && ml ? json_tokener_parse(m) : NULL;
 				free(m);
 				*blen = bl;
+				fnv1a_hex(r->buf + 16 + ml, bl, hash);
 				memmove(r->buf, r->buf + total, r->len - total);
 				r->len -= total;
 				return true;
@@ -188,8 +203,10 @@ static int one_run(const struct opts *o, const char *path)
 	struct sbx_verdict v;
 	char err[256] = "";
 	json_object *res = json_object_new_object(), *frames = json_object_new_array();
+	struct sbx_spec spec = o->spec;
+	spec.zygote = o->zygote < 0 ? sbx_zygote_for_code(src, slen) : (enum sbx_zygote)o->zygote;
 	double t0 = now();
-	if (sbx_start(&o->spec, &run, err, sizeof err) < 0) {
+	if (sbx_start(&spec, &run, err, sizeof err) < 0) {
 		json_object_object_add(res, "start_error", json_object_new_string(err));
 		printf("%s\n", json_object_to_json_string_ext(res, JSON_C_TO_STRING_PLAIN));
 		json_object_put(res);
@@ -214,11 +231,13 @@ static int one_run(const struct opts *o, const char *path)
 	uint16_t type;
 	json_object *meta;
 	uint32_t blen;
-	while (ok && want > 0 && next_frame(&r, &type, &meta, &blen)) {
+	char hash[17];
+	while (ok && want > 0 && next_frame(&r, &type, &meta, &blen, hash)) {
 		json_object *f = json_object_new_object();
 		json_object_object_add(f, "type", json_object_new_int(type));
 		json_object_object_add(f, "meta", meta ? meta : json_object_new_object());
 		json_object_object_add(f, "body_len", json_object_new_int64(blen));
+		json_object_object_add(f, "body_fnv", json_object_new_string(hash));
 		json_object_object_add(f, "at", json_object_new_double(now() - t0));
 		json_object_array_add(frames, f);
 		want--;
@@ -265,32 +284,63 @@ static int one_run(const struct opts *o, const char *path)
 	return 0;
 }
 
+/* Read a small /proc file into buf (NUL-terminated); false if it cannot be opened. */
+static bool read_proc(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, size - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return true;
+}
+
+/* Wait (up to 10 s) until pid has exited (a zombie, or gone): a process
+ * killed while tearing down a large address space keeps its sockets open
+ * for a while, and a run sent to it then would be lost, not refused. */
+static void wait_exited(long pid)
+{
+	char path[64], st[512];
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	for (int i = 0; i < 1000; i++) {
+		if (!read_proc(path, st, sizeof st))
+			return;
+		const char *p = strrchr(st, ')');
+		if (!p || p[1] == '\0' || p[2] == 'Z' || p[2] == 'X')
+			return;
+		usleep(10000);
+	}
+}
+
 /* SIGKILL every child process of ours (between runs these are only the
- * zygote helpers of the library's pool): the next run must survive it (on
- * the one-shot helper) and the pool must recover (checked on the third). */
+ * zygote helpers of the library's pool) and wait until they are dead: the
+ * next run must survive it (on the one-shot helper) and the pool must
+ * recover (checked on the third). */
 static void kill_children(void)
 {
 	char path[64], buf[4096];
+	long pids[512];
+	size_t np = 0;
 	snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
-	FILE *f = fopen(path, "r");
-	if (!f)
+	if (!read_proc(path, buf, sizeof buf))
 		return;
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	for (char *p = buf, *end; *p; p = end) {
+	for (char *p = buf, *end; *p && np < sizeof pids / sizeof pids[0]; p = end) {
 		long pid = strtol(p, &end, 10);
 		if (end == p)
 			break;
 		if (pid > 0)
-			kill((pid_t)pid, SIGKILL);
+			pids[np++] = pid;
 	}
-	usleep(100000);
+	for (size_t k = 0; k < np; k++)
+		kill((pid_t)pids[k], SIGKILL);
+	for (size_t k = 0; k < np; k++)
+		wait_exited(pids[k]);
 }
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .bars = 100, .repeat = 1 };
+	struct opts o = { .bars = 100, .repeat = 1, .zygote = -1 };
 	signal(SIGPIPE, SIG_IGN); /* a killed host closes its stdin under us */
 	o.spec.mode = SBX_CONFINED;
 	int i = 1;
@@ -308,6 +358,9 @@ int main(int argc, char **argv)
 		else if (strncmp(a, "--workdir=", 10) == 0) o.spec.rw_workdir = a + 10;
 		else if (strncmp(a, "--cancel-after=", 15) == 0) o.cancel_after = atof(a + 15);
 		else if (strcmp(a, "--kill-helpers") == 0) o.kill_helpers = true;
+		else if (strcmp(a, "--zygote=code") == 0) o.zygote = -1;
+		else if (strcmp(a, "--zygote=full") == 0) o.zygote = SBX_ZYGOTE_FULL;
+		else if (strcmp(a, "--zygote=numpy") == 0) o.zygote = SBX_ZYGOTE_NUMPY;
 		else if (strcmp(a, "--shm") == 0) {
 			/* a memfd holding "shm-ok", handed to the host as fd 4 */
 			int fd = memfd_create("sbx-drive-shm", MFD_CLOEXEC);

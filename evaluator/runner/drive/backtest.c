@@ -511,6 +511,7 @@ static int bt_start(struct bt_ctx *c)
 {
 	struct sbx_spec spec = c->rq->sbx;
 	struct sbx_limits *l = &spec.limits;
+	spec.zygote = sbx_zygote_for_code(c->rq->code, c->rq->code_len);
 	if (l->output_bytes == 0) {
 		/* the full run, every audit call, and room for logs */
 		uint64_t per = (uint64_t)c->rq->n * 8;

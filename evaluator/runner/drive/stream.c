@@ -554,6 +554,7 @@ static int s_start(struct sctx *c, json_object *lay)
 	char err[256];
 	double t0 = proto_now();
 	spec.shm_fd = c->shm.fd;
+	spec.zygote = sbx_zygote_for_code(rq->code, rq->code_len);
 	if (sbx_start(&spec, &c->run, err, sizeof err) < 0) {
 		sfail(c, EV_INTERNAL, "cannot start the strategy host: %s", err);
 		return -1;

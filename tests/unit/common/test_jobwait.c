@@ -109,12 +109,46 @@ static void test_wake(void **state)
 	jobwait_wake_all(NULL);
 }
 
+/*
+ * A waiter for one job: the runner's "d<id>" for that job says it is final
+ * (no status read needed), another job's lets it sleep on, a plain wake-up
+ * asks for a read; what matters most wins when several are queued.
+ */
+static void test_wake_for_one_job(void **state)
+{
+	static const char mine[] = "0b7c52f4-6b4e-4a62-9b1e-2f7d0e4c9a11";
+	static const char other[] = "0b7c52f4-6b4e-4a62-9b1e-2f7d0e4c9a12";
+	struct jobwait w;
+	(void)state;
+	assert_int_equal(jobwait_enter(&w, dir, 7, 1, 1), JOBWAIT_OK);
+	assert_int_equal(jobwait_sleep_job(&w, 0, mine), JOBWAIT_TIMEOUT);
+	jobwait_wake_done(dir, other);
+	assert_int_equal(jobwait_sleep_job(&w, 1000, mine), JOBWAIT_OTHER);
+	jobwait_wake_done(dir, "0b7c52f4");   /* a prefix of mine is another job */
+	assert_int_equal(jobwait_sleep_job(&w, 1000, mine), JOBWAIT_OTHER);
+	jobwait_wake_all(dir);
+	jobwait_wake_done(dir, other);
+	assert_int_equal(jobwait_sleep_job(&w, 1000, mine), JOBWAIT_WOKEN);
+	jobwait_wake_done(dir, other);
+	jobwait_wake_done(dir, mine);
+	jobwait_wake_all(dir);
+	assert_int_equal(jobwait_sleep_job(&w, 1000, mine), JOBWAIT_DONE);
+	assert_int_equal(jobwait_sleep_job(&w, 0, mine), JOBWAIT_TIMEOUT);   /* all drained */
+	jobwait_wake_done(dir, mine);
+	assert_true(jobwait_sleep(&w, 1000));   /* a plain sleeper wakes on any datagram */
+	jobwait_leave(&w);
+	assert_int_equal(jobwait_sleep_job(&w, 0, mine), JOBWAIT_TIMEOUT);
+	jobwait_wake_done(dir, mine);           /* nobody left: no error */
+	jobwait_wake_done(NULL, mine);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_caps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dead_waiter_is_removed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wake, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wake_for_one_job, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

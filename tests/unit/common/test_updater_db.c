@@ -210,28 +210,28 @@ static void test_margin(void **state)
 	for (int i = 11; i <= 13; i++) {
 		char sql[600];
 		snprintf(sql, sizeof sql, "INSERT INTO strategies (id, owner_id, name) VALUES (%d, 7, 'm%d')", i, i);
-		ok(sql);
+		tmariadb_ok(db, sql);
 		snprintf(sql, sizeof sql, "INSERT INTO strategy_versions (id, strategy_id, code_hash, kind, code, params, "
 			 "created_at) VALUES (%d, %d, REPEAT('%d', 32), 'positions', 'x', '{}', NOW(6) - INTERVAL 10 DAY)",
 			 i, i, i);
-		ok(sql);
+		tmariadb_ok(db, sql);
 		snprintf(sql, sizeof sql, "INSERT INTO run_metrics (run_id, run_seq, strategy_version_id, dataset_version, "
 			 "total_return, cagr, max_drawdown, volatility, sharpe, liquidation_events, capital_efficiency, "
 			 "score, runtime_s, eligible, completed_at) VALUES ('r%d', %d, %d, 'margin-1m-7d-x', 0, 0, 0, 0, 0, "
 			 "0, 0, 0, 0, 1, NOW(6))", i, i, i);
-		ok(sql);
+		tmariadb_ok(db, sql);
 	}
-	ok("INSERT INTO default_promotions (id, dataset_version, strategy_version_id, run_id, promoted_by, reason) "
+	tmariadb_ok(db, "INSERT INTO default_promotions (id, dataset_version, strategy_version_id, run_id, promoted_by, reason) "
 	   "VALUES (11, 'margin-1m-7d', 11, 'r11', 7, 'manual promotion')");
-	ok("INSERT INTO paper_accounts (id, promotion_id, label, role, strategy_version_id, run_id, kind, asset, fee_bps, "
+	tmariadb_ok(db, "INSERT INTO paper_accounts (id, promotion_id, label, role, strategy_version_id, run_id, kind, asset, fee_bps, "
 	   "max_leverage, start_ts, last_ts, n_bars) VALUES "
 	   "(11, 11, 'margin-1m-7d', 'default', 11, 'r11', 'positions', 'X', 10, 1, 0, 120000, 2), "
 	   "(12, NULL, 'margin-1m-7d', 'shadow', 12, 'r12', 'positions', 'X', 10, 1, 0, 120000, 2), "
 	   "(13, NULL, 'margin-1m-7d', 'shadow', 13, 'r13', 'positions', 'X', 10, 1, 0, 120000, 2)");
 	/* over (0, 120000]: the default +1 %, shadow 12 +1.5 % (0.5 % better), shadow 13 +2.5 % (1.5 % better) */
-	ok("INSERT INTO paper_points (account_id, ts, equity, price) VALUES (11, 60000, 1.005, 1), (11, 120000, 1.01, 1), "
+	tmariadb_ok(db, "INSERT INTO paper_points (account_id, ts, equity, price) VALUES (11, 60000, 1.005, 1), (11, 120000, 1.01, 1), "
 	   "(12, 60000, 1.0, 1), (12, 120000, 1.015, 1), (13, 60000, 1.0, 1), (13, 120000, 1.025, 1)");
-	ok("INSERT INTO updater_rules (label, min_age_days, margin, min_bars, auto_promote, updated_by) "
+	tmariadb_ok(db, "INSERT INTO updater_rules (label, min_age_days, margin, min_bars, auto_promote, updated_by) "
 	   "VALUES ('margin-1m-7d', 1, 0.01, 2, 0, 7)");
 	assert_int_equal(updater_consider(db, "margin-1m-7d", &err), 2);
 	assert_int_equal(one_int("SELECT COUNT(*) FROM updater_proposals WHERE shadow_account_id = 12 AND "

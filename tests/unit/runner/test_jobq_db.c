@@ -210,12 +210,27 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* A connection to the test database whose sessions are READ COMMITTED, as
+ * the runner's (rdb_connect); NULL on failure. */
+static struct db *connect_read_committed(void)
+{
+	struct dburl u = { .host = "localhost", .database = DBNAME, .socket = srv.sock };
+	struct db *d = db_new(&u);
+	db_set_read_committed(d);
+	if (db_connect(d) != DB_OK) {
+		db_free(d);
+		d = NULL;
+	}
+	return d;
+}
+
 /* A claimer thread: its own connection and lease owner; claims and
  * finishes until the queue is empty, recording what it claimed. */
 struct claimer {
 	const struct job_kind *k;
 	char owner[32];
 	pthread_barrier_t *start;
+	bool read_committed;
 	char ids[RACE_JOBS][37];
 	int n;
 	bool failed;
@@ -227,7 +242,9 @@ static void *claimer_main(void *arg)
 	struct jobq q;
 	struct buf err = BUF_INIT;
 	mysql_thread_init();
-	struct db *d = tmariadb_connect(&srv, DBNAME);
+	/* one claimer as the runner connects (READ COMMITTED sessions, no SET
+	 * TRANSACTION per claim), the other with the server's default */
+	struct db *d = c->read_committed ? connect_read_committed() : tmariadb_connect(&srv, DBNAME);
 	queue_of(&q, c->owner, c->k);
 	pthread_barrier_wait(c->start);
 	for (;;) {
@@ -268,6 +285,7 @@ static void race(const struct job_kind *k, int njobs)
 	for (int t = 0; t < 2; t++) {
 		c[t].k = k;
 		c[t].start = &start;
+		c[t].read_committed = t == 1;
 		snprintf(c[t].owner, sizeof c[t].owner, "test:claimer-%d", t);
 		assert_int_equal(pthread_create(&th[t], NULL, claimer_main, &c[t]), 0);
 	}
@@ -373,7 +391,7 @@ static void test_lease_expiry_and_reclaim(void **state)
 		enqueue(k, "lease", 1, id);
 		claim_expect(db, &qa, &ja, id);
 		assert_int_equal(jobq_reap(db, &qb, &err), 0);   /* not expired yet */
-		assert_int_equal(jobq_heartbeat(db, &qa, NULL, 0, &err), 0);
+		assert_int_equal(jobq_heartbeat(db, &qa, JOBQ_ALL_KINDS, NULL, 0, &err), 0);
 		expire(k);
 		assert_int_equal(jobq_reap(db, &qb, &err), 1);
 		job_state(k, id, st, code, &att);
@@ -435,12 +453,12 @@ static void test_cancel(void **state)
 		/* running: the flag, the runner's poll lists it, the job ends cancelled */
 		enqueue(k, "cr", 2, id);
 		claim_expect(db, &q, &j, id);
-		assert_int_equal(jobq_cancel_requests(db, &q, &ids, &err), 0);
+		assert_int_equal(jobq_cancel_requests(db, &q, JOBQ_ALL_KINDS, &ids, &err), 0);
 		assert_int_equal(job_request_cancel(db, k->table, id, &changed), DB_OK);
 		assert_int_equal(changed, 1);
 		job_state(k, id, st, code, &att);
 		assert_string_equal(st, "running");
-		assert_int_equal(jobq_cancel_requests(db, &q, &ids, &err), 1);
+		assert_int_equal(jobq_cancel_requests(db, &q, JOBQ_ALL_KINDS, &ids, &err), 1);
 		assert_string_equal(buf_cstr(&ids), id);
 		assert_int_equal(process(db, &q, &j, true), JOBQ_WRITTEN);
 		job_state(k, id, st, code, &att);
@@ -538,14 +556,17 @@ static void test_heartbeat_progress(void **state)
 				      { .kind = &t_runs, .done = 1, .total = 2 } };   /* not this table's kind: ignored */
 	snprintf(p[0].id, sizeof p[0].id, "%s", a);
 	snprintf(p[1].id, sizeof p[1].id, "%s", b);
-	assert_int_equal(jobq_heartbeat(db, &q, p, 2, &err), 0);
+	assert_int_equal(jobq_heartbeat(db, &q, JOBQ_ALL_KINDS, p, 2, &err), 0);
 	assert_int_equal(ask_int("SELECT progress_done FROM evaluations WHERE id = ?", a), 7);
 	assert_int_equal(ask_int("SELECT progress_total FROM evaluations WHERE id = ?", a), 100);
 	assert_int_equal(ask_int("SELECT COALESCE(progress_total, -1) FROM evaluations WHERE id = ?", b), -1);
 	p[0].done = 42;
-	assert_int_equal(jobq_heartbeat(db, &q, p, 1, &err), 0);
+	assert_int_equal(jobq_heartbeat(db, &q, JOBQ_ALL_KINDS, p, 1, &err), 0);
 	assert_int_equal(ask_int("SELECT progress_done FROM evaluations WHERE id = ?", a), 42);
-	assert_int_equal(jobq_heartbeat(db, &q, NULL, 0, &err), 0);   /* nothing reported: kept */
+	assert_int_equal(jobq_heartbeat(db, &q, JOBQ_ALL_KINDS, NULL, 0, &err), 0);   /* nothing reported: kept */
+	assert_int_equal(ask_int("SELECT progress_done FROM evaluations WHERE id = ?", a), 42);
+	p[0].done = 50;   /* a kind outside the heartbeat's mask: nothing written */
+	assert_int_equal(jobq_heartbeat(db, &q, 0, p, 1, &err), 0);
 	assert_int_equal(ask_int("SELECT progress_done FROM evaluations WHERE id = ?", a), 42);
 	/* a re-queued row claimed again starts without progress */
 	assert_int_equal(jobq_hand_back(db, q.owner, &j1.lease, &err), 1);
@@ -557,6 +578,96 @@ static void test_heartbeat_progress(void **state)
 	buf_free(&err);
 }
 
+/*
+ * A claim says whether it saw more queued work than the row it took. What
+ * the runner's main thread asks per tick names only the kinds its
+ * slots run: a heartbeat for runs renews no evaluation's lease (the reaper
+ * then takes the evaluation back, not the run), and the one-statement
+ * cancel poll lists the cancel requests of the kinds asked for. A handle
+ * made READ COMMITTED keeps that level in every session, also after it
+ * lost its connection.
+ */
+static void test_kinds_mask_and_session(void **state)
+{
+	(void)state;
+	struct jobq q, other;
+	struct jobq_job jr, je;
+	struct buf err = BUF_INIT, ids = BUF_INIT;
+	char rid[37], eid[37], st[16], code[32];
+	long long att;
+	uint64_t changed = 0;
+	clear_tables();
+	jobq_init(&q, "test:mask");
+	assert_true(jobq_add(&q, &t_runs, NULL));
+	assert_true(jobq_add(&q, &t_evals, NULL));
+	queue_of(&other, "test:mask-reaper", &t_runs);
+	assert_true(jobq_add(&other, &t_evals, NULL));
+	unsigned runs_bit = jobq_kind_bit(&q, &t_runs), evals_bit = jobq_kind_bit(&q, &t_evals);
+	assert_int_equal(runs_bit, 1u);
+	assert_int_equal(evals_bit, 2u);
+	assert_int_equal(jobq_kind_bit(&q, &t_fair_runs), 0u);
+	/* the claim's hint of more queued work (another slot should look) */
+	char r2[37];
+	enqueue(&t_runs, "mr", 1, rid);
+	enqueue(&t_runs, "mr", 2, r2);
+	claim_expect(db, &q, &jr, rid);
+	assert_true(jr.more);    /* a second run */
+	assert_int_equal(process(db, &q, &jr, false), JOBQ_WRITTEN);
+	claim_expect(db, &q, &jr, r2);
+	assert_false(jr.more);   /* the last one */
+	assert_int_equal(process(db, &q, &jr, false), JOBQ_WRITTEN);
+	enqueue(&t_runs, "mr", 3, rid);
+	enqueue(&t_evals, "me", 2, eid);
+	claim_expect(db, &q, &jr, rid);
+	assert_true(jr.more);    /* an evaluation waits behind it */
+	claim_expect(db, &q, &je, eid);
+	assert_false(je.more);
+	/* cancel requests on both; each mask lists its own kind's, both in one statement */
+	assert_int_equal(job_request_cancel(db, "runs", rid, &changed), DB_OK);
+	assert_int_equal(job_request_cancel(db, "evaluations", eid, &changed), DB_OK);
+	assert_int_equal(jobq_cancel_requests(db, &q, 0, &ids, &err), 0);
+	assert_int_equal(jobq_cancel_requests(db, &q, runs_bit, &ids, &err), 1);
+	assert_string_equal(buf_cstr(&ids), rid);
+	buf_reset(&ids);
+	assert_int_equal(jobq_cancel_requests(db, &q, evals_bit, &ids, &err), 1);
+	assert_string_equal(buf_cstr(&ids), eid);
+	buf_reset(&ids);
+	assert_int_equal(jobq_cancel_requests(db, &q, JOBQ_ALL_KINDS, &ids, &err), 2);
+	/* both leases run out; the heartbeat renews the runs' only */
+	expire(&t_runs);
+	expire(&t_evals);
+	assert_int_equal(jobq_heartbeat(db, &q, runs_bit, NULL, 0, &err), 0);
+	assert_int_equal(jobq_reap(db, &other, &err), 0);   /* the evaluation: cancel requested, so cancelled */
+	job_state(&t_runs, rid, st, code, &att);
+	assert_string_equal(st, "running");
+	job_state(&t_evals, eid, st, code, &att);
+	assert_string_equal(st, "cancelled");
+	jobq_job_free(&jr);
+	jobq_job_free(&je);
+	/* the session level of a READ COMMITTED handle, before and after a lost connection */
+	struct db *rc = connect_read_committed();
+	char level[32];
+	struct db_col c = DB_COL_TEXT(level);
+	assert_non_null(rc);
+	assert_true(db_read_committed(rc));
+	assert_false(db_read_committed(db));
+	assert_int_equal(db_exec(rc, "SELECT @@tx_isolation", NULL, 0, &c, 1, NULL, NULL, NULL, 0), DB_OK);
+	assert_string_equal(level, "READ-COMMITTED");
+	assert_int_equal(db_exec(db, "SELECT @@tx_isolation", NULL, 0, &c, 1, NULL, NULL, NULL, 0), DB_OK);
+	assert_string_equal(level, "REPEATABLE-READ");
+	struct db_col cid = DB_COL_INT;
+	assert_int_equal(db_exec(rc, "SELECT CONNECTION_ID()", NULL, 0, &cid, 1, NULL, NULL, NULL, 0), DB_OK);
+	struct db_arg k = DB_ARG_INT(cid.i);
+	ok(db, "KILL ?", &k, 1);
+	(void)db_ping(rc);   /* finds the connection gone and connects again */
+	level[0] = '\0';
+	assert_int_equal(db_exec(rc, "SELECT @@tx_isolation", NULL, 0, &c, 1, NULL, NULL, NULL, DB_IDEMPOTENT), DB_OK);
+	assert_string_equal(level, "READ-COMMITTED");
+	db_free(rc);
+	buf_free(&err);
+	buf_free(&ids);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -566,6 +677,7 @@ int main(void)
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_fair_share),
 		cmocka_unit_test(test_heartbeat_progress),
+		cmocka_unit_test(test_kinds_mask_and_session),
 	};
 	if (mysql_library_init(0, NULL, NULL) != 0)
 		return 1;
