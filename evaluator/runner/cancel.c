@@ -11,8 +11,15 @@
  * run. A cancel that arrives before the sandbox exists kills it as soon as
  * it is registered (the run then ends at once with the verdict of a killed
  * host, which the job overrides with `cancelled`).
+ *
+ * Progress. The same handle carries how far the job is (job_progress, the
+ * on_progress hook of stream_request): two relaxed atomic stores per step
+ * from the slot's thread, read by the main thread's heartbeat
+ * (job_progress_get), which writes them with the lease renewal. total is
+ * stored before any done of a job, so a reader never sees done > total.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +33,7 @@ struct job_ctl {
 	struct sbx_run *run;       /* registered sandbox, or NULL */
 	bool            cancel;
 	bool            hand_back;
+	atomic_ullong   done, total;  /* progress of the current job; total 0: none reported */
 };
 
 struct job_ctl *job_ctl_new(void)
@@ -71,6 +79,24 @@ void job_ctl_reset(struct job_ctl *ctl)
 	ctl->hand_back = false;
 	ctl->run = NULL;
 	pthread_mutex_unlock(&ctl->mu);
+	atomic_store_explicit(&ctl->total, 0, memory_order_relaxed);
+	atomic_store_explicit(&ctl->done, 0, memory_order_relaxed);
+}
+
+void job_progress(void *arg, size_t done, size_t total)
+{
+	struct job_ctl *ctl = arg;
+	atomic_store_explicit(&ctl->total, total, memory_order_relaxed);
+	atomic_store_explicit(&ctl->done, done, memory_order_release);
+}
+
+bool job_progress_get(struct job_ctl *ctl, unsigned long long *done, unsigned long long *total)
+{
+	*done = atomic_load_explicit(&ctl->done, memory_order_acquire);
+	*total = atomic_load_explicit(&ctl->total, memory_order_relaxed);
+	if (*done > *total)
+		*done = *total;
+	return *total > 0;
 }
 
 void job_on_host(void *arg, struct sbx_run *run)

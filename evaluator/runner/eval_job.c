@@ -125,6 +125,7 @@ static enum ev_err execute(const struct ejob *e, unsigned box_id, struct job_ctl
 		.code = e->code, .code_len = e->code_len,
 		.sbx = { .mode = SBX_CONFINED, .box_id = box_id },
 		.on_host = job_on_host, .on_host_arg = ctl,
+		.on_progress = job_progress, .on_progress_arg = ctl,   /* written by the heartbeat */
 	};
 	enum ev_err rc = stream_evaluate(ds, &o, out);
 	ds_close(ds);
@@ -163,5 +164,5 @@ static void eval_release(void *job)
 const struct job_kind eval_kind = {
 	.name = "evaluation", .table = "evaluations", .lease_s = RUNNER_LEASE_S, .job_size = sizeof(struct ejob),
 	.load = eval_load, .execute = eval_execute, .columns = eval_columns, .release = eval_release,
-	.owner_col = "owner_id",
+	.owner_col = "owner_id", .progress = true,
 };

@@ -141,8 +141,9 @@ static int claim_row(struct db *db, const char *owner, const struct job_kind *k,
 	l->max_attempts = (unsigned)c[2].i;
 	struct db_arg a[] = { DB_ARG_TEXT(owner), DB_ARG_INT(k->lease_s), DB_ARG_INT(l->attempt), DB_ARG_TEXT(l->id) };
 	if (db_run(db, sqlf(sql, "UPDATE %s SET status = 'running', lease_owner = ?, "
-			    "lease_expires_at = NOW(6) + INTERVAL ? SECOND, attempts = ?, started_at = NOW(6) "
-			    "WHERE id = ?", k->table),
+			    "lease_expires_at = NOW(6) + INTERVAL ? SECOND, attempts = ?, started_at = NOW(6)%s "
+			    "WHERE id = ?", k->table,
+			    k->progress ? ", progress_done = NULL, progress_total = NULL" : ""),
 	      a, 4, NULL, 0, NULL, NULL, NULL, err) != 0 || commit(db, err) != 0)
 		goto fail;
 	return 1;
@@ -434,20 +435,54 @@ unsigned jobq_kind_bit(const struct jobq *q, const struct job_kind *k)
 	return 0;
 }
 
-int jobq_heartbeat(struct db *db, const struct jobq *q, unsigned kinds, struct buf *err)
+/*
+ * Append `, col = CASE id WHEN ? THEN ? ... ELSE col END` over the entries
+ * of p of kind k to sql, their (id, value) pairs to a (n so far), the
+ * value total when `total`, else done.
+ */
+static void progress_case(struct buf *sql, struct db_arg *a, size_t *n, const struct job_kind *k,
+			  const struct jobq_progress *p, size_t np, bool total)
 {
-	char sql[SQL_MAX];
-	for (size_t i = 0; i < q->n; i++) {
+	const char *col = total ? "progress_total" : "progress_done";
+	buf_printf(sql, ", %s = CASE id", col);
+	for (size_t i = 0; i < np; i++) {
+		if (p[i].kind != k)
+			continue;
+		buf_puts(sql, " WHEN ? THEN ?");
+		a[(*n)++] = DB_ARG_TEXT(p[i].id);
+		a[(*n)++] = DB_ARG_INT((long long)(total ? p[i].total : p[i].done));
+	}
+	buf_printf(sql, " ELSE %s END", col);
+}
+
+int jobq_heartbeat(struct db *db, const struct jobq *q, unsigned kinds, const struct jobq_progress *p, size_t np,
+		   struct buf *err)
+{
+	struct buf sql = BUF_INIT;
+	struct db_arg *a = xcalloc(4 * np + 2, sizeof *a);
+	int rc = 0;
+	for (size_t i = 0; i < q->n && rc == 0; i++) {
 		const struct job_kind *k = q->k[i].kind;
+		size_t n = 0, mine = 0;
 		if (!(kinds & (1u << i)))
 			continue;
-		struct db_arg a[] = { DB_ARG_INT(k->lease_s), DB_ARG_TEXT(q->owner) };
-		if (db_run(db, sqlf(sql, "UPDATE %s SET lease_expires_at = NOW(6) + INTERVAL ? SECOND "
-				    "WHERE status = 'running' AND lease_owner = ?", k->table),
-		      a, 2, NULL, 0, NULL, NULL, NULL, err) != 0)
-			return -1;
+		for (size_t j = 0; j < np; j++)
+			mine += p[j].kind == k;
+		buf_reset(&sql);
+		buf_printf(&sql, "UPDATE %s SET lease_expires_at = NOW(6) + INTERVAL ? SECOND", k->table);
+		a[n++] = DB_ARG_INT(k->lease_s);
+		if (k->progress && mine) {
+			progress_case(&sql, a, &n, k, p, np, false);
+			progress_case(&sql, a, &n, k, p, np, true);
+		}
+		buf_puts(&sql, " WHERE status = 'running' AND lease_owner = ?");
+		a[n++] = DB_ARG_TEXT(q->owner);
+		if (db_run(db, buf_cstr(&sql), a, n, NULL, 0, NULL, NULL, NULL, err) != 0)
+			rc = -1;
 	}
-	return 0;
+	free(a);
+	buf_free(&sql);
+	return rc;
 }
 
 /* Row callback: append the id column NUL-terminated to the buffer in ctx. */

@@ -169,6 +169,14 @@ struct job_kind {
 	 * (status, <owner_col>, seq) and (<owner_col>, started_at).
 	 */
 	const char *owner_col;
+	/*
+	 * Optional: the table has progress_done and progress_total (BIGINT
+	 * UNSIGNED NULL). The claim clears them; the heartbeat writes the
+	 * progress its caller hands it (struct jobq_progress) in the same
+	 * UPDATE that renews the leases, so progress costs no statement of
+	 * its own and is at most a heartbeat (about a second) old.
+	 */
+	bool progress;
 };
 
 /* The kinds a runner serves, in claim priority, and its lease owner. */
@@ -253,6 +261,13 @@ int jobq_requeue(struct db *db, const char *owner, const struct jobq_lease *l, s
 /* Back to queued without counting the attempt (SIGTERM hand-back; guarded). 1, 0 lease lost, -1. */
 int jobq_hand_back(struct db *db, const char *owner, const struct jobq_lease *l, struct buf *err);
 
+/* How far one running job of this runner is (for a kind with .progress). */
+struct jobq_progress {
+	const struct job_kind *kind;
+	char                   id[37];
+	unsigned long long     done, total;
+};
+
 /* All of q's kinds, as a mask of jobq_kind_bit values. */
 #define JOBQ_ALL_KINDS (~0u)
 
@@ -262,9 +277,12 @@ unsigned jobq_kind_bit(const struct jobq *q, const struct job_kind *k);
 /*
  * Renew the leases of every running job of q->owner of the kinds in the
  * mask `kinds` (jobq_kind_bit; a runner passes the kinds its slots run, so
- * an idle kind costs no statement). -1 on error.
+ * an idle kind costs no statement), one UPDATE per kind; in the same
+ * UPDATE, write the progress of the np jobs of p whose kind has .progress
+ * (others are ignored; p may be NULL when np is 0). -1 on error.
  */
-int jobq_heartbeat(struct db *db, const struct jobq *q, unsigned kinds, struct buf *err);
+int jobq_heartbeat(struct db *db, const struct jobq *q, unsigned kinds, const struct jobq_progress *p, size_t np,
+		   struct buf *err);
 
 /*
  * Ids of running jobs of q->owner of the kinds in the mask `kinds` whose

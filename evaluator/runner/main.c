@@ -6,7 +6,8 @@
  *
  *   main thread ── signal pipe (SIGTERM, SIGINT), notify socket, timers
  *     │  heartbeat: every second while busy, renew the leases of this runner
- *     │             (only the tables of the kinds its slots run)
+ *     │             (only the tables of the kinds its slots run), writing
+ *     │             the progress of its evaluations in the same UPDATE
  *     │  cancel:    every RUNNER_TICK_MS while busy, and at once on a
  *     │             cancellation datagram, look for cancel requests of our
  *     │             jobs (one statement) and kill their sandboxes (job_cancel)
@@ -353,6 +354,24 @@ static void hand_back_all(void)
 	pthread_mutex_unlock(&R.mu);
 }
 
+/* The progress of the running jobs whose kind records it, into p (R.nslots entries); how many. */
+static size_t collect_progress(struct jobq_progress *p)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&R.mu);
+	for (unsigned i = 0; i < R.nslots; i++) {
+		struct slot *s = &R.slots[i];
+		if (!s->busy || !s->kind || !s->kind->progress || !s->job_id[0] ||
+		    !job_progress_get(s->ctl, &p[n].done, &p[n].total))
+			continue;
+		p[n].kind = s->kind;
+		snprintf(p[n].id, sizeof p[n].id, "%s", s->job_id);
+		n++;
+	}
+	pthread_mutex_unlock(&R.mu);
+	return n;
+}
+
 /* The kinds the slots run now, as a mask of jobq_kind_bit. */
 static unsigned running_kinds(void)
 {
@@ -385,7 +404,9 @@ static void housekeeping(struct db **c, long long t, struct house_times *ht, boo
 	bool busy = atomic_load(&R.busy) > 0;
 	unsigned kinds = busy ? running_kinds() : 0;
 	if (busy && t - ht->hb >= 1000) {
-		if (jobq_heartbeat(*c, &R.q, kinds, &err) != 0)
+		struct jobq_progress prog[RUNNER_MAX_SLOTS];
+		size_t np = collect_progress(prog);
+		if (jobq_heartbeat(*c, &R.q, kinds, prog, np, &err) != 0)
 			goto fail;
 		ht->hb = t;
 	}

@@ -205,6 +205,14 @@ void job_ctl_reset(struct job_ctl *ctl);
  * can kill it; kills it at once if the job was already cancelled.
  */
 void job_on_host(void *arg, struct sbx_run *run);
+/*
+ * The on_progress hook of stream_request with arg = the slot's job_ctl:
+ * the job has done `done` of `total` units (lock-free; called every step).
+ * job_ctl_reset clears it.
+ */
+void job_progress(void *arg, size_t done, size_t total);
+/* The current job's progress; false when it reported none (total 0). Thread-safe. */
+bool job_progress_get(struct job_ctl *ctl, unsigned long long *done, unsigned long long *total);
 
 struct job_env {
 	const char *artifacts_root;   /* ARTIFACTS_DIR: <root>/<run_id>/equity.csv */

@@ -216,6 +216,22 @@ void h_evaluations_create(struct fcgi_ctx *c)
 	fcgi_reply_buf(c, 202, "application/json");
 }
 
+/*
+ * Append `,"progress":` to b: {"done","total","unit":"steps"} from the
+ * runner's heartbeat (sql/031) while the evaluation is running and its
+ * stream has started, else null.
+ */
+static void progress_json(struct buf *b, bool running, const struct db_col *done, const struct db_col *total)
+{
+	buf_puts(b, ",\"progress\":");
+	if (!running || done->is_null || total->is_null) {
+		buf_puts(b, "null");
+		return;
+	}
+	long long t = total->i, d = done->i < 0 ? 0 : done->i > t ? t : done->i;
+	buf_printf(b, "{\"done\":%lld,\"total\":%lld,\"unit\":\"steps\"}", d, t);
+}
+
 /* One evaluation row as read by h_evaluations_get (buffers in the arena). */
 struct erow {
 	bool found;
@@ -269,6 +285,7 @@ static bool erow_cb(void *ctx, const struct db_col *col, size_t ncol)
 	rv_str(b, col[20].is_null ? NULL : col[20].buf);
 	buf_puts(b, ",\"note\":");
 	rv_str(b, col[21].is_null ? NULL : col[21].buf);
+	progress_json(b, strcmp(col[9].buf, "running") == 0, &col[22], &col[23]);
 	buf_putc(b, '}');
 	return true;
 }
@@ -295,6 +312,7 @@ void h_evaluations_get(struct fcgi_ctx *c)
 		DB_COL_TEXT(score), DB_COL_TEXT(ts[0]), DB_COL_TEXT(ts[1]), DB_COL_TEXT(ts[2]), DB_COL_TEXT(rt),
 		{ .type = DB_T_TEXT, .buf = result, .cap = 1u << 20 },
 		{ .type = DB_T_TEXT, .buf = code, .cap = EVAL_MAX_CODE + 1 }, DB_COL_TEXT(ename), DB_COL_TEXT(enote),
+		DB_COL_INT, DB_COL_INT,
 	};
 	struct db_arg args[] = { DB_ARG_TEXT(id), DB_ARG_INT(uid), DB_ARG_INT(admin ? 1 : 0) };
 	struct buf *b = fcgi_body_buf(c);
@@ -303,7 +321,7 @@ void h_evaluations_get(struct fcgi_ctx *c)
 		"SELECT id, challenge, mode, dataset_version, dataset_hash, code_hash, CAST(days_back AS CHAR), "
 		"CAST(holdout_days AS CHAR), dev_only, status, error_code, error_message, metric, CAST(score AS CHAR), "
 		RV_TS("queued_at") ", " RV_TS("started_at") ", " RV_TS("completed_at") ", CAST(runtime_s AS CHAR), result, code, "
-		"name, note FROM evaluations WHERE id = ? AND (owner_id = ? OR ? = 1)",
+		"name, note, progress_done, progress_total FROM evaluations WHERE id = ? AND (owner_id = ? OR ? = 1)",
 		args, 3, cols, sizeof cols / sizeof cols[0], erow_cb, &e, NULL, DB_IDEMPOTENT);
 	if (st != DB_OK) {
 		buf_reset(b);

@@ -5,7 +5,7 @@
 // keyboard-reachable "reset zoom", and a data-points attribute that says how
 // many points were actually drawn (the browser tests read it).
 import { h } from './dom.js';
-import { num, tickLabels } from './format.js';
+import { num, tickLabels, timeTicks, isoMinute } from './format.js';
 
 let loading = null;
 
@@ -63,7 +63,8 @@ export function chart(opts) {
   const ready = loadUPlot().then((UPlot) => {
     if (opts.signal && opts.signal.aborted) return null;
     const fmt = opts.yFormat || ((v) => num(v, 4));
-    const series = [{ label: opts.time ? 'Time' : (opts.xLabel || 'x'), value: opts.time ? '{YYYY}-{MM}-{DD} {HH}:{mm}' : (u, v) => (v === null ? '—' : num(v, 0)) }];
+    // dated x values (seconds) read as ISO dates in UTC on the axis and in the legend
+    const series = [{ label: opts.time ? 'Time (UTC)' : (opts.xLabel || 'x'), value: opts.time ? (u, v) => isoMinute(v) : (u, v) => (v === null ? '—' : num(v, 0)) }];
     opts.series.forEach((s, i) => {
       const color = s.color || PALETTE[i % PALETTE.length];
       const def = {
@@ -99,6 +100,15 @@ export function chart(opts) {
         return labels;
       };
     }
+    if (opts.time) {
+      xAxis.values = (u, vals) => {
+        const labels = timeTicks(vals);
+        figure.dataset.xTicks = labels.join(' | ');
+        return labels;
+      };
+      xAxis.size = 56;    // room for the two-line ticks of an intraday range
+      xAxis.space = 90;   // px between ticks: a yyyy-mm-dd label is about 70 px wide
+    }
     const xScale = opts.series.some((q) => q.bars)
       ? { time: false, range: (u, lo, hi) => [lo - 0.5, hi + 0.5] }
       : opts.xInteger ? { time: false, range: (u, lo, hi) => (lo === hi ? [lo - 1, hi + 1] : [lo, hi]) }
@@ -114,6 +124,8 @@ export function chart(opts) {
         xAxis,
         { stroke: '#4a5567', grid: { stroke: '#e4e8ee' }, size: 64, values: (u, vals) => (opts.yFormat ? vals.map((v) => fmt(v)) : tickLabels(vals)) },
       ],
+      // ticks of a dated axis fall on UTC days and hours, as they are labelled
+      ...(opts.time ? { tzDate: (ts) => UPlot.tzDate(new Date(ts * 1e3), 'Etc/UTC') } : {}),
       cursor: { drag: { x: true, y: false, setScale: true } },
       legend: { live: true },
       hooks: {

@@ -76,12 +76,14 @@ export function field(label, control, hint) {
 
 /** table(columns, rows, opts): a scrollable data table.
  * columns: [{label, cell(row) -> node|string, num?: bool, class?: string,
- * title?: string, sort?: (row) -> number|string|null}]: a column with
+ * title?: string, headWrap?: bool, sort?: (row) -> number|string|null}]
+ * (headWrap: the header may wrap onto more lines, for a long header over
+ * narrow values that a phone should show without scrolling); a column with
  * `sort` gets a header button that orders the rows by it (descending
  * first, then ascending; nulls last either way) and the matching aria-sort.
  * opts: {caption, empty, rowClass(row), rowAttrs(row)} */
 export function table(columns, rows, opts = {}) {
-  const ths = columns.map((c) => h('th', { scope: 'col', class: c.num ? 'num' : null, title: c.title || null },
+  const ths = columns.map((c) => h('th', { scope: 'col', class: [c.num ? 'num' : null, c.headWrap ? 'wrap' : null].filter(Boolean).join(' ') || null, title: c.title || null },
     c.sort ? h('button', { type: 'button', class: 'sort', on: { click: () => sortBy(c) } }, c.label) : c.label));
   const thead = h('thead', null, h('tr', null, ths));
   const tbody = h('tbody');

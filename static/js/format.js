@@ -41,6 +41,34 @@ export function tickLabels(vals) {
   return vals.map((v) => (Number.isFinite(v) ? v.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d }) : ''));
 }
 
+/** isoMinute(sec) -> "yyyy-mm-dd HH:MM" (UTC) of epoch seconds; "—" for none. */
+export function isoMinute(sec) {
+  if (sec === null || sec === undefined || !Number.isFinite(sec)) return '—';
+  const s = new Date(sec * 1000).toISOString();
+  return `${s.slice(0, 10)} ${s.slice(11, 16)}`;
+}
+
+/**
+ * timeTicks(vals) -> labels of a dated axis at epoch seconds vals, as a
+ * quant reads them (ISO, UTC): "yyyy-mm-dd" when every tick is at midnight
+ * (ranges of days and more); otherwise (intraday) "HH:MM", with the date
+ * above it ("yyyy-mm-dd\nHH:MM") on the first tick and where the day
+ * changes.
+ */
+export function timeTicks(vals) {
+  const fin = vals.filter((v) => Number.isFinite(v));
+  const daily = fin.every((v) => v % 86400 === 0);
+  let day = null;
+  return vals.map((v) => {
+    if (!Number.isFinite(v)) return '';
+    const [d, hm] = isoMinute(v).split(' ');
+    if (daily) return d;
+    const label = d !== day ? `${d}\n${hm}` : hm;
+    day = d;
+    return label;
+  });
+}
+
 /** pct(v): a fraction shown as a percentage (0.04 -> "4.00 %"). */
 export function pct(v) {
   if (v === null || v === undefined) return '—';

@@ -7,7 +7,9 @@
 // content, the best iteration marked in the table and on the metric chart
 // (the mark's point is at the best iteration and nowhere else), and the
 // chart's iteration axis ticks only whole iterations (two iterations once
-// drew a "1.5"). axe-core clean at laptop and phone width.
+// drew a "1.5"). axe-core clean at laptop and phone width. At phone width
+// the agents list shows the agent (with its challenge), its status and its
+// best sealed score without scrolling its table sideways.
 //
 // An imported agent has no best iteration of its own (its holdout numbers
 // are not this server's sealed scores, docs/agents.md); the runner writes
@@ -22,7 +24,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import {
-  BASE, launch, open, axe, shot, watch, formatViolations, horizontalOverflow, apiFetch, PHONE,
+  BASE, launch, open, axe, shot, watch, formatViolations, horizontalOverflow, apiFetch, PHONE, cellsCut,
 } from './lib.mjs';
 
 const TOKEN = process.env.AGENTTEST_TOKEN || '';
@@ -220,6 +222,20 @@ test('the detail with content is axe-clean at laptop and phone width, without si
     const [a, b] = [await th.boundingBox(), await wrap.boundingBox()];
     assert.ok(a && b && a.x + a.width <= b.x + b.width + 1, `the Sealed column ends at ${a && a.x + a.width} px, the table's box at ${b && b.x + b.width} px`);
     await shot(p, 'agent-analysis-phone');
+    // the agents list: the agent with its challenge, its status and its best
+    // sealed score in view without scrolling the table sideways (issue 17)
+    await open(p, '#/agents');
+    const list = p.getByTestId('agent-list');
+    const listRow = list.locator(`tr[data-agent="${agentId}"]`);
+    await listRow.waitFor();
+    assert.deepEqual(await cellsCut(list.locator('.table-wrap'), [/^Agent$/, /^Status$/, /^Best sealed score$/], listRow), [],
+      'the key columns of the agents list at phone width');
+    assert.match(await listRow.locator('[data-testid=agent-challenge]').innerText(), /^ETH-1H-BINARY$/);
+    assert.match(await listRow.innerText(), /0\.6300/, 'the best sealed score');
+    assert.ok(await horizontalOverflow(p) <= 1, 'the agents list scrolls sideways at phone width');
+    v = await axe(p);
+    assert.deepEqual(v, [], `agents list, phone:\n${formatViolations(v)}`);
+    await shot(p, 'agents-list-phone');
     assert.deepEqual(probs, []);
   } finally {
     await phone.close();

@@ -182,6 +182,8 @@ test('the equity and drawdown charts are drawn with data, zoom and hover', async
   if (ds.bars === n && ds.last_ts - ds.first_ts === (n - 1) * ds.interval_ms) {
     assert.equal(x0, ds.first_ts / 1000, 'bar 0 is the dataset\'s first timestamp');
     assert.match(await eq.locator('.u-legend .u-series:first-child').textContent(), /Time/);
+    const ticks = (await eq.getAttribute('data-x-ticks')).split(' | ');
+    assert.ok(ticks.every((l) => /^(\d{4}-\d{2}-\d{2}|(\d{4}-\d{2}-\d{2}\n)?\d{2}:\d{2})$/.test(l)), `ISO date ticks: ${ticks}`);
   } else {
     assert.equal(x0, 0, 'the bar index when the bars cannot be dated exactly');
   }
@@ -582,9 +584,73 @@ test('a running evaluation shows when it started and its runtime counting up, wi
     const el = details.getByTestId('elapsed');
     await assertCountsUp(el, path);
     await shot(page, 'evaluation-running');
+    // its progress (issue 17 fix 4): a progressbar that fills without a reload
+    await page.evaluate(() => { window.progressNoReload = true; });
+    const bar = page.getByRole('progressbar', { name: /^Progress/ });
+    await page.waitForFunction(() => document.querySelector('[data-testid=eval-progress]')?.hasAttribute('aria-valuenow'), null, { timeout: 120000 });
+    const now = async () => Number(await bar.getAttribute('aria-valuenow'));
+    const first = await now();
+    const max = Number(await bar.getAttribute('aria-valuemax'));
+    const { body: ev2 } = await apiFetch(page, `/api/evaluations/${id}`);
+    assert.equal(ev2.progress.unit, 'steps');
+    assert.equal(max, ev2.progress.total, 'the bar\'s maximum is the API\'s total');
+    assert.ok(first >= 0 && first <= max, `${first} of ${max}`);
+    await page.waitForFunction(([v]) => Number(document.querySelector('[data-testid=eval-progress]').getAttribute('aria-valuenow')) > v,
+      [first], { timeout: 60000 });
+    const second = await now();
+    assert.ok(second > first && second <= max, `the bar moved from ${first} to ${second} of ${max}`);
+    assert.match(await bar.getAttribute('aria-valuetext'), new RegExp(`^[\\d,]+ of ${max.toLocaleString('en-US')} steps`));
+    assert.equal(await page.evaluate(() => window.progressNoReload), true, 'the page was not reloaded');
+    const v = await axe(page);
+    assert.deepEqual(v, [], `the running evaluation with its progress bar:\n${formatViolations(v)}`);
+    await shot(page, 'evaluation-progress');
   } finally {
     await apiFetch(page, `/api/evaluations/${id}/cancel`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
   }
+});
+
+test('dated chart axes and their hover legend read ISO dates in UTC: yyyy-mm-dd, HH:MM within a day', async () => {
+  await open(page, '#/');
+  const day = Date.UTC(2026, 0, 30) / 1000;
+  // two charts of the dashboard's own chart module: 40 daily points, and 6 hours of minutes across midnight
+  const got = await page.evaluate(async ([d0]) => {
+    const { chart } = await import('/js/chart.js');
+    const out = [];
+    for (const [id, step, n] of [['daily', 86400, 40], ['intraday', 60, 360]]) {
+      const x = Array.from({ length: n }, (_, i) => d0 - (id === 'intraday' ? 3 * 3600 : 0) + i * step);
+      const c = chart({ title: `dated ${id}`, testid: `dated-${id}`, x, time: true, series: [{ label: 'v', values: x.map((_, i) => Math.sin(i / 7)) }] });
+      document.querySelector('main').append(c.figure);
+      const u = await c.ready;
+      const px = u.axes[0]._splits.map((v) => u.valToPos(v, 'x'));
+      const minGap = Math.min(...px.slice(1).map((p, i) => p - px[i]));
+      out.push({ id, ticks: c.figure.dataset.xTicks, values: u.axes[0]._values, label: u.series[0].label, minGap });
+    }
+    return out;
+  }, [day]);
+  const [daily, intra] = got;
+  assert.equal(daily.label, 'Time (UTC)');
+  assert.ok(daily.values.length >= 2 && daily.values.every((l) => /^\d{4}-\d{2}-\d{2}$/.test(l)), `daily ticks: ${daily.values}`);
+  assert.ok(intra.values.length >= 2, `intraday ticks: ${intra.values}`);
+  assert.match(intra.values[0], /^\d{4}-\d{2}-\d{2}\n\d{2}:\d{2}$/, 'the first intraday tick carries its date');
+  assert.ok(intra.values.every((l) => /^(\d{4}-\d{2}-\d{2}\n)?\d{2}:\d{2}$/.test(l)), `intraday ticks: ${intra.values}`);
+  assert.ok(intra.values.some((l) => l.startsWith('2026-01-30\n')), `the new day is dated: ${intra.values}`);
+  assert.ok(!/\d{1,2}\/\d{1,2}/.test(daily.ticks + intra.ticks), 'no m/d labels');
+  for (const c of got) assert.ok(c.minGap >= 80, `${c.id} ticks ${c.minGap} px apart: room for a date between them`);
+  // hovering shows the time under the cursor as yyyy-mm-dd HH:MM
+  for (const id of ['daily', 'intraday']) {
+    const fig = page.locator(`[data-testid=dated-${id}]`);
+    const over = fig.locator('.u-over');
+    await over.scrollIntoViewIfNeeded();
+    const b = await over.boundingBox();
+    await page.mouse.move(b.x + b.width * 0.3, b.y + b.height / 2);
+    await page.mouse.move(b.x + b.width * 0.5, b.y + b.height / 2, { steps: 3 });
+    const value = fig.locator('.u-legend .u-series:first-child .u-value');
+    await page.waitForFunction((el) => /\d/.test(el.textContent), await value.elementHandle(), { timeout: 5000 });
+    const text = await value.textContent();
+    assert.match(text, /^2026-0[12]-\d{2} \d{2}:\d{2}$/, `${id} legend: ${text}`);
+  }
+  await shot(page, 'dated-axes');
+  await page.evaluate(() => document.querySelectorAll('[data-testid^=dated-]').forEach((f) => f.remove()));
 });
 
 test('the overview lists the evaluation, run lists name the strategy', async (t) => {

@@ -161,6 +161,27 @@ export function horizontalOverflow(page) {
   return page.evaluate(() => Math.max(document.documentElement.scrollWidth, document.body.scrollWidth) - window.innerWidth);
 }
 
+/**
+ * cellsCut(wrap, headers, row) -> the headers (regexps of header texts) of
+ * the table in the scroll region `wrap` (a locator) whose header or whose
+ * cell in `row` (a locator of a body row) ends beyond the region's visible
+ * box or the viewport: [] when a phone shows them all without scrolling the
+ * table sideways. A header not found counts as cut.
+ */
+export async function cellsCut(wrap, headers, row) {
+  const box = await wrap.boundingBox();
+  const vw = wrap.page().viewportSize().width;
+  const ths = wrap.locator('table.data thead th');
+  const texts = (await ths.allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim());
+  const cut = [];
+  for (const re of headers) {
+    const i = texts.findIndex((t) => re.test(t));
+    const boxes = i < 0 ? [] : [await ths.nth(i).boundingBox(), await row.locator('td, th').nth(i).boundingBox()];
+    if (i < 0 || boxes.some((b) => !b || b.x + b.width > Math.min(box.x + box.width, vw) + 1)) cut.push(String(re));
+  }
+  return cut;
+}
+
 /** apiFetch(page, path, init) -> {status, body}: an API call made from the page (same cookies). */
 export function apiFetch(page, p, init = {}) {
   return page.evaluate(async ([u, i]) => {

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApiError, qs, rows } from '../../static/js/api.js';
-import { num, pct, secs, bytes, toDate, label, isActive, fixed, tickLabels } from '../../static/js/format.js';
+import { num, pct, secs, bytes, toDate, label, isActive, fixed, tickLabels, timeTicks, isoMinute } from '../../static/js/format.js';
 import { drawdown } from '../../static/js/chart.js';
 import { parseEquity, windowKey, verdict } from '../../static/js/results.js';
 import { signalTemplate, STRATEGY_TEMPLATES } from '../../static/js/templates.js';
@@ -81,6 +81,20 @@ test('timestamps in the shapes the API uses', () => {
   assert.equal(toDate(1796000000000).getTime(), 1796000000000, 'milliseconds');
   assert.equal(toDate(''), null);
   assert.equal(toDate('not a date'), null);
+});
+
+test('dated axes and legends in ISO, UTC: yyyy-mm-dd, HH:MM for intraday ranges', () => {
+  const day = Date.UTC(2026, 0, 30) / 1000;   // 2026-01-30 00:00 UTC
+  assert.equal(isoMinute(day + 9 * 3600 + 5 * 60 + 59), '2026-01-30 09:05');
+  assert.equal(isoMinute(null), '—');
+  // ticks at midnight (a range of days or months): dates only
+  assert.deepEqual(timeTicks([day, day + 86400, day + 3 * 86400]), ['2026-01-30', '2026-01-31', '2026-02-02']);
+  // intraday: hours and minutes, the date with the first tick and where the day changes
+  assert.deepEqual(timeTicks([day + 18 * 3600, day + 21 * 3600, day + 24 * 3600, day + 27 * 3600 + 30 * 60]),
+    ['2026-01-30\n18:00', '21:00', '2026-01-31\n00:00', '03:30']);
+  assert.deepEqual(timeTicks([null, day + 60]), ['', '2026-01-30\n00:01']);
+  // never uPlot's m/d style
+  assert.ok(timeTicks([day, day + 43200]).every((l) => !/\d{1,2}\/\d{1,2}/.test(l)));
 });
 
 test('drawdown from the running peak', () => {

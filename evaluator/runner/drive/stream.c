@@ -612,6 +612,8 @@ static int s_loop(struct sctx *c)
 		shm_put_bar(s, rq->m, t);
 	double t0 = proto_now();
 	uint32_t *plat = xcalloc(rows + 1, sizeof *plat);  /* per-step platform ns (saturated) */
+	if (rq->on_progress)
+		rq->on_progress(rq->on_progress_arg, 0, rows);
 	for (size_t t = w; t < bars; t++) {
 		int64_t s0 = now_ns();
 		uint64_t h0 = last_ns;
@@ -647,6 +649,8 @@ static int s_loop(struct sctx *c)
 		res->rows++;
 		int64_t step = now_ns() - s0 - (int64_t)(last_ns - h0);
 		plat[t - w] = step <= 0 ? 0 : step > UINT32_MAX ? UINT32_MAX : (uint32_t)step;
+		if (rq->on_progress)
+			rq->on_progress(rq->on_progress_arg, t - w + 1, rows);
 	}
 	if (rows) {
 		qsort(plat, rows, sizeof *plat, cmp_u32);

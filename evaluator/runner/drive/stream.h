@@ -41,6 +41,11 @@ struct stream_request {
 	 * thread, serialising against its own NULL call. */
 	void       (*on_host)(void *arg, struct sbx_run *run);
 	void        *on_host_arg;
+	/* Optional: told after each step that `done` of `total` predict calls
+	 * are answered (first with 0 before the loop); called on the driving
+	 * thread, so it must be cheap (job_progress: two atomic stores). */
+	void       (*on_progress)(void *arg, size_t done, size_t total);
+	void        *on_progress_arg;
 	int          keep_rows;      /* on a failure keep the rows read back before it in res->emb, res->rows
 	                                (a split evaluation scores the dev rows of a run that failed later) */
 };
@@ -100,6 +105,8 @@ struct stream_eval_opts {
 	struct sbx_spec sbx;        /* limits 0 = evaluation defaults (STREAM_CPU_S, ...) */
 	void       (*on_host)(void *arg, struct sbx_run *run); /* optional: stream_request.on_host */
 	void        *on_host_arg;
+	void       (*on_progress)(void *arg, size_t done, size_t total); /* optional: stream_request.on_progress */
+	void        *on_progress_arg;
 };
 
 #define STREAM_CPU_S     900.0

@@ -198,6 +198,7 @@ enum ev_err stream_evaluate(const struct dataset *ds, const struct stream_eval_o
 	struct stream_request rq = {
 		.m = pm, .bars = bars, .code = o->code, .code_len = o->code_len, .sbx = o->sbx, .max_dim = def->emb_dim,
 		.on_host = o->on_host, .on_host_arg = o->on_host_arg, .keep_rows = o->split,
+		.on_progress = o->on_progress, .on_progress_arg = o->on_progress_arg,
 	};
 	if (rq.sbx.limits.cpu_seconds <= 0)
 		rq.sbx.limits.cpu_seconds = o->split ? 2 * STREAM_CPU_S : STREAM_CPU_S;

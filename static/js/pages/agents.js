@@ -160,15 +160,18 @@ function goalSnippet(goal) {
 
 /** agentTable(list) -> the table of agents. */
 function agentTable(list) {
-  // the columns a reader scans first come first: a phone shows them
-  // without scrolling the table sideways
+  // the columns a reader scans first come first, narrow enough that a
+  // phone (375 px) shows them without scrolling the table sideways: the
+  // agent with its challenge under it, its status, its best sealed score
+  // (whose long header wraps)
   return table([
-    { label: 'Agent', cell: (a) => link(`#/agents/${encodeURIComponent(a.id)}`, shortId(a.id), { title: a.id }) },
+    { label: 'Agent', cell: (a) => [link(`#/agents/${encodeURIComponent(a.id)}`, shortId(a.id), { title: a.id }),
+      h('br'), h('span', { class: 'small muted', 'data-testid': 'agent-challenge' }, (a.config && a.config.challenge) || '—')] },
     { label: 'Status', cell: (a) => agentBadge(a.status, a.paused) },
+    { label: 'Best sealed score', num: true, headWrap: true, title: 'The best iteration\'s score on the sealed holdout (never shown to the agent)',
+      sort: (a) => a.best_score, cell: (a) => (a.best_score === null || a.best_score === undefined ? '—'
+        : [fixed(a.best_score, 4), h('br'), h('span', { class: 'small muted' }, `iteration ${a.best_iteration}`)]) },
     { label: 'Iterations', num: true, sort: (a) => a.iteration_count, cell: (a) => `${num(a.iteration_count)} / ${num(a.config ? a.config.max_iterations : null)}` },
-    { label: 'Best sealed score', num: true, title: 'The best iteration\'s score on the sealed holdout (never shown to the agent)',
-      sort: (a) => a.best_score, cell: (a) => (a.best_score === null || a.best_score === undefined ? '—' : `${fixed(a.best_score, 4)} (#${a.best_iteration})`) },
-    { label: 'Challenge', cell: (a) => (a.config && a.config.challenge) || '—' },
     { label: 'Driver', cell: (a) => (a.config ? `${a.config.driver}${a.config.driver !== 'builtin' ? ` · ${a.config.model}` : ''}` : '—') },
     { label: 'Cost', num: true, sort: (a) => a.total_cost, cell: (a) => usd(a.total_cost) },
     { label: 'Tokens', num: true, sort: (a) => a.total_tokens, cell: (a) => num(a.total_tokens) },

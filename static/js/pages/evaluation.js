@@ -25,6 +25,38 @@ function daysText(ev) {
     short ? ': the dataset holds less history than was asked for' : '');
 }
 
+/** progressMeter() -> {el, show(ev)}: how far a running evaluation's
+ * stream is (GET /api/evaluations/{id} `progress`, written by the runner's
+ * heartbeat about once a second): a progressbar with aria-valuenow/max and
+ * the counts in words; before the stream starts (progress null) the bar
+ * has no value (indeterminate). show(ev) updates it in place. */
+function progressMeter() {
+  const fill = h('span', { class: 'meter-fill' });
+  const bar = h('div', { class: 'meter', role: 'progressbar', 'aria-labelledby': 'ev-progress-label', 'aria-valuemin': '0', 'data-testid': 'eval-progress' }, fill);
+  const text = h('p', { id: 'ev-progress-label' });
+  const el = h('section', { class: 'panel', 'aria-label': 'Evaluation progress' }, text, bar);
+  function show(ev) {
+    const p = ev.progress;
+    if (!p || !(Number(p.total) > 0)) {
+      bar.removeAttribute('aria-valuenow');
+      bar.removeAttribute('aria-valuemax');
+      bar.removeAttribute('aria-valuetext');
+      fill.style.width = '0%';
+      text.textContent = ev.status === 'queued' ? 'Progress: waiting for a runner' : 'Progress: starting the sandbox and loading your code';
+      return;
+    }
+    const done = Math.min(Number(p.done) || 0, Number(p.total));
+    const pct = (100 * done) / Number(p.total);
+    const words = `${num(done)} of ${num(p.total)} ${p.unit || 'steps'} (${num(pct, 1)} %)`;
+    bar.setAttribute('aria-valuemax', String(p.total));
+    bar.setAttribute('aria-valuenow', String(done));
+    bar.setAttribute('aria-valuetext', words);
+    fill.style.width = `${pct.toFixed(2)}%`;
+    text.textContent = `Progress: ${words}`;
+  }
+  return { el, show };
+}
+
 function resultPanels(ctx, ev, ch, box) {
   const res = ev.result || ev.metrics || {};
   const info = (ch && ch.metric_info) || {};
@@ -109,6 +141,7 @@ export async function render(ctx) {
   root.querySelector('h1').append(' ', badge);
   const body = h('div');
   root.append(body);
+  const meter = progressMeter();
 
   function draw() {
     clear(badge).append(statusBadge(ev.status));
@@ -132,6 +165,8 @@ export async function render(ctx) {
       body.append(h('p', { class: 'panel notice' }, ev.status === 'queued'
         ? 'Waiting for a runner… this page updates by itself.'
         : 'Streaming bars through your code in the sandbox… this page updates by itself.'));
+      meter.show(ev);
+      body.append(meter.el);
     }
     const err = ev.error;
     if (err && (err.code || err.message || typeof err === 'string')) {
@@ -156,8 +191,13 @@ export async function render(ctx) {
     poll(async () => {
       const r = await api(`/api/evaluations/${encodeURIComponent(id)}`, { signal: ctx.signal });
       if (ctx.signal.aborted) return 'done';
+      const moved = JSON.stringify(r.progress) !== JSON.stringify(ev.progress);
       ev = r;
-      if (r.status === last) return 'same';
+      if (r.status === last) {
+        if (!moved) return 'same';
+        meter.show(r);   // in place: the rest of the page (an open <details>, the focus) stays
+        return 'changed';
+      }
       last = r.status;
       announce(`Evaluation ${r.status}`);
       draw();

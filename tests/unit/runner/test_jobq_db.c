@@ -391,7 +391,7 @@ static void test_lease_expiry_and_reclaim(void **state)
 		enqueue(k, "lease", 1, id);
 		claim_expect(db, &qa, &ja, id);
 		assert_int_equal(jobq_reap(db, &qb, &err), 0);   /* not expired yet */
-		assert_int_equal(jobq_heartbeat(db, &qa, JOBQ_ALL_KINDS, &err), 0);
+		assert_int_equal(jobq_heartbeat(db, &qa, JOBQ_ALL_KINDS, NULL, 0, &err), 0);
 		expire(k);
 		assert_int_equal(jobq_reap(db, &qb, &err), 1);
 		job_state(k, id, st, code, &att);
@@ -530,6 +530,54 @@ static void test_fair_share(void **state)
 	}
 }
 
+/* An evaluation kind that records progress, as eval_job.c's does. */
+static const struct job_kind t_prog_evals = { .name = "evaluation", .table = "evaluations", .lease_s = 60,
+					      .job_size = sizeof(struct tjob), .load = t_load, .execute = t_execute,
+					      .release = t_release, .progress = true };
+
+/* The heartbeat writes each running job's progress in its lease renewal
+ * (only the listed jobs of the kind, others keep theirs); a new claim of
+ * the row clears it. */
+static void test_heartbeat_progress(void **state)
+{
+	(void)state;
+	struct jobq q;
+	struct jobq_job j1, j2;
+	struct buf err = BUF_INIT;
+	char a[37], b[37];
+	clear_tables();
+	queue_of(&q, "test:runner-p", &t_prog_evals);
+	enqueue(&t_prog_evals, "prog", 1, a);
+	enqueue(&t_prog_evals, "prog", 2, b);
+	claim_expect(db, &q, &j1, a);
+	claim_expect(db, &q, &j2, b);
+	assert_int_equal(ask_int("SELECT COUNT(*) FROM evaluations WHERE progress_total IS NOT NULL", NULL), 0);
+	struct jobq_progress p[2] = { { .kind = &t_prog_evals, .done = 7, .total = 100 },
+				      { .kind = &t_runs, .done = 1, .total = 2 } };   /* not this table's kind: ignored */
+	snprintf(p[0].id, sizeof p[0].id, "%s", a);
+	snprintf(p[1].id, sizeof p[1].id, "%s", b);
+	assert_int_equal(jobq_heartbeat(db, &q, JOBQ_ALL_KINDS, p, 2, &err), 0);
+	assert_int_equal(ask_int("SELECT progress_done FROM evaluations WHERE id = ?", a), 7);
+	assert_int_equal(ask_int("SELECT progress_total FROM evaluations WHERE id = ?", a), 100);
+	assert_int_equal(ask_int("SELECT COALESCE(progress_total, -1) FROM evaluations WHERE id = ?", b), -1);
+	p[0].done = 42;
+	assert_int_equal(jobq_heartbeat(db, &q, JOBQ_ALL_KINDS, p, 1, &err), 0);
+	assert_int_equal(ask_int("SELECT progress_done FROM evaluations WHERE id = ?", a), 42);
+	assert_int_equal(jobq_heartbeat(db, &q, JOBQ_ALL_KINDS, NULL, 0, &err), 0);   /* nothing reported: kept */
+	assert_int_equal(ask_int("SELECT progress_done FROM evaluations WHERE id = ?", a), 42);
+	p[0].done = 50;   /* a kind outside the heartbeat's mask: nothing written */
+	assert_int_equal(jobq_heartbeat(db, &q, 0, p, 1, &err), 0);
+	assert_int_equal(ask_int("SELECT progress_done FROM evaluations WHERE id = ?", a), 42);
+	/* a re-queued row claimed again starts without progress */
+	assert_int_equal(jobq_hand_back(db, q.owner, &j1.lease, &err), 1);
+	jobq_job_free(&j1);
+	claim_expect(db, &q, &j1, a);
+	assert_int_equal(ask_int("SELECT COALESCE(progress_done, -1) FROM evaluations WHERE id = ?", a), -1);
+	jobq_job_free(&j1);
+	jobq_job_free(&j2);
+	buf_free(&err);
+}
+
 /*
  * A claim says whether it saw more queued work than the row it took. What
  * the runner's main thread asks per tick names only the kinds its
@@ -588,7 +636,7 @@ static void test_kinds_mask_and_session(void **state)
 	/* both leases run out; the heartbeat renews the runs' only */
 	expire(&t_runs);
 	expire(&t_evals);
-	assert_int_equal(jobq_heartbeat(db, &q, runs_bit, &err), 0);
+	assert_int_equal(jobq_heartbeat(db, &q, runs_bit, NULL, 0, &err), 0);
 	assert_int_equal(jobq_reap(db, &other, &err), 0);   /* the evaluation: cancel requested, so cancelled */
 	job_state(&t_runs, rid, st, code, &att);
 	assert_string_equal(st, "running");
@@ -628,6 +676,7 @@ int main(void)
 		cmocka_unit_test(test_lease_expiry_and_reclaim),
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_fair_share),
+		cmocka_unit_test(test_heartbeat_progress),
 		cmocka_unit_test(test_kinds_mask_and_session),
 	};
 	if (mysql_library_init(0, NULL, NULL) != 0)
