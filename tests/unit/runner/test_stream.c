@@ -42,8 +42,26 @@ static int setup(void **state)
 	return 0;
 }
 
-/* Run `code` over `bars` bars of the two-asset market. */
-static enum ev_err run(const char *code, size_t bars, struct stream_result *res)
+/* What the mark callback saw (test_mark). */
+struct mark_seen {
+	int calls, stop;
+	size_t rows, steps;
+};
+
+/* stream_request.on_mark: note the rows read back so far; stop if asked. */
+static int on_mark(void *arg, const struct stream_result *res)
+{
+	struct mark_seen *m = arg;
+	m->calls++;
+	m->rows = res->rows;
+	m->steps = res->st.steps;
+	return m->stop;
+}
+
+/* Run `code` over `bars` bars of the two-asset market; with `seen`, the
+ * mark at bar `mark` (rows kept on a failure). */
+static enum ev_err run_marked(const char *code, size_t bars, struct mark_seen *seen, size_t mark,
+			      struct stream_result *res)
 {
 	static const char *const names[] = { "ETH", "AAA" };
 	static const double *const closes[] = { close_a, close_b };
@@ -54,8 +72,15 @@ static enum ev_err run(const char *code, size_t bars, struct stream_result *res)
 	struct stream_request rq = {
 		.m = &m, .bars = bars, .code = code, .code_len = strlen(code),
 		.sbx = { .mode = SBX_TRUSTED, .limits = { .cpu_seconds = 60 } },
+		.keep_rows = seen != NULL, .on_mark = seen ? on_mark : NULL, .on_mark_arg = seen, .mark_bar = mark,
 	};
 	return stream_run(&rq, res);
+}
+
+/* Run `code` over `bars` bars of the two-asset market. */
+static enum ev_err run(const char *code, size_t bars, struct stream_result *res)
+{
+	return run_marked(code, bars, NULL, 0, res);
 }
 
 static const char ok_code[] =
@@ -246,39 +271,12 @@ static void test_no_steps(void **state)
 	stream_result_free(&res);
 }
 
-/* What the mark callback saw. */
-struct mark_seen {
-	int calls, stop;
-	size_t rows, steps;
-};
-
-/* stream_request.on_mark: note the rows read back so far; stop if asked. */
-static int on_mark(void *arg, const struct stream_result *res)
-{
-	struct mark_seen *m = arg;
-	m->calls++;
-	m->rows = res->rows;
-	m->steps = res->st.steps;
-	return m->stop;
-}
-
 /* Run ok_code over every bar with the mark at bar `mark`. */
 static enum ev_err run_mark(size_t mark, struct mark_seen *seen, struct stream_result *res)
 {
-	static const char *const names[] = { "ETH", "AAA" };
-	static const double *const closes[] = { close_a, close_b };
-	static const double *const vols[] = { vol_a, vol_b };
 	static char code[2048];
 	snprintf(code, sizeof code, "BARS = %d\n%s", NBARS, ok_code);
-	struct ch_market m = {
-		.T = NBARS, .ts = ts, .n_assets = 2, .names = names, .close = closes, .volume = vols,
-	};
-	struct stream_request rq = {
-		.m = &m, .bars = NBARS, .code = code, .code_len = strlen(code),
-		.sbx = { .mode = SBX_TRUSTED, .limits = { .cpu_seconds = 60 } },
-		.keep_rows = 1, .on_mark = on_mark, .on_mark_arg = seen, .mark_bar = mark,
-	};
-	return stream_run(&rq, res);
+	return run_marked(code, NBARS, seen, mark, res);
 }
 
 /* The mark (a split's holdout start) runs once, when every bar before it is
