@@ -8,7 +8,7 @@ DEFAULTS = {
     "MANTIS_CLAUDE_TIMEOUT": (600, 10, 86400),         # seconds without agent output
     "MANTIS_CONTAINER_MEM_PCT": (15, 1, 100),          # % of RAM, clamped to [4, 64] GiB
     "MANTIS_HOLDOUT_FACTOR": (3, 1, 100),              # holdout scoring time per bar / the dev part's
-    "MANTIS_HOLDOUT_FLOOR": (30, 1, 3600),             # seconds the holdout scoring may always take
+    "MANTIS_HOLDOUT_FLOOR": (10, 1, 3600),             # seconds the holdout scoring may always take
 }
 
 
