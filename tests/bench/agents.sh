@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Built-in research agent: AGENT_ITERS (10) iterations on ETH-1H-BINARY
 # (60 days), time per iteration split into the agent's turn (sandboxed) and
-# the trusted scoring (dev-only + sealed holdout evaluations), then
+# the trusted scoring (one --split stream: dev part, then the sealed holdout
+# part waited out to its time bound), then
 # AGENT_PARALLEL (5) agents at once doing one iteration each, then (unless
 # AGENT_ALL=0) one real iteration on every challenge with its sealed score
 # against the baseline (exit 1 when one is not beaten). Needs root
@@ -34,8 +35,11 @@ for n in range(1, iters + 1):
     entries.append(e)
     acpu.append(c[1] - c[0])
     scpu.append(c[2] - c[1])
-    print("iteration %2d: agent %.2f s (CPU %.2f s), scoring %.2f s (CPU %.2f s), dev AUC %.4f, holdout AUC %.4f"
-          % (n, e["agent_s"], acpu[-1], e["score_s"], scpu[-1], e["metrics"]["mean_auc"],
+    # scoring wall = its dev part + the holdout part's bound (waited out whatever the holdout took)
+    parts = ("reused" if e.get("score_reused") else "dev part %.2f s + bound %.2f s, holdout took %.2f s"
+             % (e["dev_s"], e["holdout_bound_s"], e["holdout_s"]))
+    print("iteration %2d: agent %.2f s (CPU %.2f s), scoring %.2f s (%s; CPU %.2f s), dev AUC %.4f, holdout AUC %.4f"
+          % (n, e["agent_s"], acpu[-1], e["score_s"], parts, scpu[-1], e["metrics"]["mean_auc"],
              e["holdout_metrics"]["mean_auc"]), flush=True)
 a = [e["agent_s"] for e in entries]
 s = [e["score_s"] for e in entries]

@@ -393,7 +393,11 @@ def test_split_equals_dev_only_and_full(ds12, tmp_path, name):
     strip = lambda r: {k: v for k, v in r.items() if k != "timing"}   # noqa: E731
     assert strip(both["dev"]) == strip(dev) and strip(both["full"]) == strip(full)
     assert both["dev"]["dev_only"] is True and both["full"]["dev_only"] is False
-    assert both["dev"]["timing"]["steps"] == both["full"]["timing"]["steps"]   # one stream
+    # one stream: the same start; the dev timing is the dev part's (taken at the holdout start)
+    td, tf = both["dev"]["timing"], both["full"]["timing"]
+    assert (td["startup_s"], td["load_s"]) == (tf["startup_s"], tf["load_s"]), (td, tf)
+    assert td["steps"] + td["warmup"] == both["dev"]["n_timesteps"] and td["steps"] < tf["steps"], (td, tf)
+    assert td["loop_s"] <= tf["loop_s"], (td, tf)
 
 
 def test_split_failure_in_holdout_is_sealed_in_dev_is_the_error(ds2, tmp_path):

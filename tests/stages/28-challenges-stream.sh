@@ -18,5 +18,6 @@ for f in "$AGENTTEST_EVAL_LIB" bin/agenttest; do
   [ -e "$f" ] || { echo "28-challenges-stream: $f missing (make build)"; exit 1; }
 done
 exec "$PYTHON" -m pytest -q -p no:cacheprovider tests/challenges/test_stream*.py tests/challenges/test_sdk*.py \
-  tests/agents/test_builtin_agent.py tests/agents/test_builtin_challenges.py tests/agents/test_egress.py tests/agents/test_llm_agent.py \
+  tests/agents/test_builtin_agent.py tests/agents/test_builtin_challenges.py tests/agents/test_holdout_timing.py \
+  tests/agents/test_egress.py tests/agents/test_llm_agent.py \
   --junitxml="$AGENTTEST_JUNIT_DIR/challenges-stream.xml" -o junit_suite_name=challenges-stream "$@"

@@ -7,6 +7,8 @@ DEFAULTS = {
     "MANTIS_ITER_WALL_TIMEOUT": (1800, 60, 86400),     # seconds per iteration (agent turn)
     "MANTIS_CLAUDE_TIMEOUT": (600, 10, 86400),         # seconds without agent output
     "MANTIS_CONTAINER_MEM_PCT": (15, 1, 100),          # % of RAM, clamped to [4, 64] GiB
+    "MANTIS_HOLDOUT_FACTOR": (3, 1, 100),              # holdout scoring time per bar / the dev part's
+    "MANTIS_HOLDOUT_FLOOR": (10, 1, 3600),             # seconds the holdout scoring may always take
 }
 
 

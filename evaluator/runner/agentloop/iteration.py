@@ -17,7 +17,14 @@ shown in HISTORY.md, exactly what a --dev-only run gives) and the result
 with the last 20 days as holdout (`holdout_metrics`: sealed, for the
 owner only; neither its numbers nor its error text, logs or timing are
 written anywhere the agent can read). Streaming the dev bars once instead
-of twice saves about 40 % of the scoring (docs/agents.md). An iteration
+of twice saves about 40 % of the scoring (docs/agents.md). Timing: the
+evaluator reports the dev result on a pipe (--dev-fd) before the first
+holdout bar; the holdout part then has a bound D computed from the dev
+part's time and the bar counts only (holdout_bound), is killed at D, and
+the iteration does not return before D whatever the holdout part took, so
+the start of the agent's next turn (and score_s, elapsed_s, the wall-time
+budget) never depends on the holdout ("Holdout timing", docs/agents.md).
+An iteration
 whose file is byte for byte one scored before on the same challenge, data
 and span reuses that result (scoring/scores/, keyed by a hash of all
 four): the evaluation is deterministic, and the built-in agent rewrites
@@ -189,20 +196,128 @@ def _meta_verdict(path):
     return "%s: %s" % (kv["status"], kv.get("message", "killed by the sandbox"))
 
 
-def _evaluate(code_path, challenge, dataset, days_back):
-    """`agenttest evaluate --split`: (result {dev, full, full_error}, None),
-    or (None, error object) when the dev part failed."""
+EVAL_MAX_S = 7200      # the dev part of one scoring, at most
+SETTLE_S = 1.0         # after the holdout bound: reap a killed evaluator, read its result
+HOLDOUT_TIMEOUT = "holdout scoring exceeded its time bound"
+
+
+def holdout_bound(dev_s, dev_bars, holdout_bars):
+    """D, the seconds the holdout part of a scoring may take after its dev
+    part: MANTIS_HOLDOUT_FACTOR times the dev part's wall time per dev bar
+    for each holdout bar, at least MANTIS_HOLDOUT_FLOOR. A function of what
+    the agent knows only (its code's time on the dev bars, the bar counts
+    of its challenge and span), never of the holdout."""
+    per_bar = dev_s / max(1, dev_bars)
+    return round(max(float(config.get("MANTIS_HOLDOUT_FLOOR")),
+                     config.get("MANTIS_HOLDOUT_FACTOR") * per_bar * holdout_bars), 3)
+
+
+def _read_line(fd, deadline):
+    """Bytes from fd up to its first newline (included), its EOF or the
+    monotonic deadline, whichever comes first."""
+    got = b""
+    while b"\n" not in got and time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], min(1.0, max(0.0, deadline - time.monotonic())))
+        if r:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            got += chunk
+    return got
+
+
+def _kill_group(p):
+    """SIGKILL the evaluator's process group (its sandbox dies with it:
+    PR_SET_PDEATHSIG) and reap it."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait()
+
+
+def _json_file(path, last_line=False):
+    """The JSON object in a file (its last line only with last_line), or None."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read().strip()
+        obj = json.loads(text.splitlines()[-1] if last_line else text)
+        return obj if isinstance(obj, dict) else None
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _evaluate(code_path, challenge, dataset, days_back, scoring):
+    """`agenttest evaluate --split --dev-fd` with the holdout part bounded in
+    time: (result {dev, full, full_error}, None, timing) or (None, error
+    object, None) when the dev part failed (then no holdout bar was
+    streamed). The dev line (dev result and bar counts) arrives the moment
+    the dev part is scored, before the first holdout bar is sent: dev_s is
+    the wall time until then, D = holdout_bound(dev_s, ...). An evaluator
+    still running D seconds after the dev line is killed: full_error
+    HOLDOUT_TIMEOUT. timing: {dev_s, holdout_bound_s, holdout_s (owner
+    only: the holdout part's real time), until (monotonic: the dev line's
+    time + D + SETTLE_S, before which the caller must not go on)}. stdout
+    and stderr go to files in the trusted scoring directory."""
     argv = [_bin("agenttest"), "evaluate", "--challenge", challenge, "--strategy", code_path,
             "--dataset", dataset, "--days-back", str(days_back), "--holdout-days", str(devdata.HOLDOUT_DAYS),
             "--split"]
-    p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=7200)
+    out_path, err_path = os.path.join(scoring, "evaluate.out"), os.path.join(scoring, "evaluate.err")
+    t0 = time.monotonic()
+    r, w = os.pipe()
     try:
-        if p.returncode == 0:
-            return json.loads(p.stdout), None
-        err = json.loads(p.stderr.decode("utf-8", "replace").strip().splitlines()[-1])
-        return None, err
-    except (ValueError, IndexError):
-        return None, {"code": "internal", "error": "the evaluator gave no result"}
+        with open(out_path, "wb") as fo, open(err_path, "wb") as fe:
+            p = subprocess.Popen(argv + ["--dev-fd", str(w)], stdin=subprocess.DEVNULL, stdout=fo, stderr=fe,
+                                 pass_fds=(w,), start_new_session=True)
+    finally:
+        os.close(w)
+    try:
+        line = _read_line(r, t0 + EVAL_MAX_S)
+        t_mark = time.monotonic()
+        try:
+            mark = json.loads(line) if line.endswith(b"\n") else None
+        except ValueError:
+            mark = None
+        if not isinstance(mark, dict) or not isinstance(mark.get("dev"), dict):
+            # no dev line: the dev part failed and no holdout bar was streamed
+            try:
+                p.wait(timeout=max(0.0, t0 + EVAL_MAX_S - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                _kill_group(p)
+            err = _json_file(err_path, last_line=True) if p.returncode != 0 else None
+            return None, err or {"code": "internal", "error": "the evaluator gave no result"}, None
+        dev_s = round(t_mark - t0, 3)
+        bound = holdout_bound(dev_s, int(mark.get("dev_bars") or 0), int(mark.get("holdout_bars") or 0))
+        both = {"dev": mark["dev"], "full": None, "full_error": None}
+        try:
+            p.wait(timeout=max(0.0, t_mark + bound - time.monotonic()))
+            res = _json_file(out_path) if p.returncode == 0 else None
+            if res is None:
+                both["full_error"] = {"code": "internal", "error": "the evaluator gave no holdout result"}
+            else:
+                both["full"], both["full_error"] = res.get("full"), res.get("full_error")
+        except subprocess.TimeoutExpired:
+            _kill_group(p)
+            both["full_error"] = {"code": "timeout", "error": "%s (%.1f s)" % (HOLDOUT_TIMEOUT, bound)}
+        timing = {"dev_s": dev_s, "holdout_bound_s": bound,
+                  "holdout_s": round(time.monotonic() - t_mark, 3), "until": t_mark + bound + SETTLE_S}
+        return both, None, timing
+    finally:
+        os.close(r)
+        if p.poll() is None:   # a stop (the runner's SIGTERM raised here) or an error: nothing outlives scoring
+            _kill_group(p)
+
+
+def _wait_until(until, should_stop):
+    """Sleep until the monotonic time `until`; False when should_stop()
+    turned true first (polled every 0.2 s)."""
+    while True:
+        left = until - time.monotonic()
+        if left <= 0:
+            return True
+        if should_stop():
+            return False
+        time.sleep(min(0.2, left))
 
 
 def _score_cache_path(scoring, code, agent):
@@ -326,6 +441,7 @@ def run_iteration(agent, n, entries, inbox, should_stop=lambda: False, on_scorin
                      % config.get("MANTIS_CLAUDE_TIMEOUT"))
     elif code is None:
         entry.update(has_error=True, error="iteration_%d.py was not written (agent exit: %s)" % (n, status))
+    timing = None
     if code is not None and not entry["timed_out"]:
         entry["code_hash"] = hashlib.sha256(code).hexdigest()
         cp = os.path.join(P["scoring"], "iteration_%d.py" % n)
@@ -339,8 +455,9 @@ def run_iteration(agent, n, entries, inbox, should_stop=lambda: False, on_scorin
             entry["score_reused"] = True
             act("iteration_%d.py is byte for byte an earlier iteration's: its scores are reused" % n)
         else:
-            both, dev_err = _evaluate(cp, agent["challenge"], agent["dataset"], agent["days_back"])
-            if not dev_err:
+            both, dev_err, timing = _evaluate(cp, agent["challenge"], agent["dataset"], agent["days_back"],
+                                              P["scoring"])
+            if not dev_err:   # whatever the holdout part came to: reuse must not depend on it
                 _store_scores(cache, both)
         if dev_err:
             act("dev scoring failed: %s" % dev_err.get("code"))
@@ -349,8 +466,9 @@ def run_iteration(agent, n, entries, inbox, should_stop=lambda: False, on_scorin
             dev_m = both["dev"]
             entry["metrics"] = _headline(dev_m)
             dev_v = (dev_m or {}).get(info["metric_info"]["primary"])
-            act("dev %s = %s; sealed holdout scored" % (
-                info["metric_info"]["primary"], "%.4f" % dev_v if isinstance(dev_v, (int, float)) else dev_v))
+            act("dev %s = %s; sealed holdout scored%s" % (
+                info["metric_info"]["primary"], "%.4f" % dev_v if isinstance(dev_v, (int, float)) else dev_v,
+                "; the next turn waits for its %.1f s bound" % timing["holdout_bound_s"] if timing else ""))
             ho_m, ho_err = both.get("full"), both.get("full_error")
             if not ho_m and not ho_err:
                 ho_err = {"code": "internal", "error": "the evaluator gave no holdout result"}
@@ -360,6 +478,12 @@ def run_iteration(agent, n, entries, inbox, should_stop=lambda: False, on_scorin
                 ho = _headline(ho_m)
                 ho["windows"] = [w for w in ho.get("windows", []) if w.get("in_holdout")]
                 entry["holdout_metrics"] = ho
+    if timing:
+        # the next turn may not start (nor anything be recorded) before the
+        # holdout part's bound, whatever the holdout part took
+        entry.update({k: timing[k] for k in ("dev_s", "holdout_bound_s", "holdout_s")})
+        if not _wait_until(timing["until"], should_stop):
+            return "stopped", None
     entry["score_s"] = round(time.monotonic() - t1, 3)
     entry["elapsed_s"] = round(entry["agent_s"] + entry["score_s"], 3)
     return "ok", entry

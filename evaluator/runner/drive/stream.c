@@ -29,7 +29,9 @@
  * Lockstep. For t = warmup .. bars-1: write bar t (bars 0..warmup-1 before
  * the first step), store t, publish seq_r = k (release), wait until
  * seq_h == k (acquire), copy the row. Bar t+1 is therefore written only
- * after row t is read back: the future is not in the sandbox.
+ * after row t is read back: the future is not in the sandbox. A caller's
+ * mark (on_mark: a split evaluation's holdout start) runs just before its
+ * bar is written, and may end the stream there.
  *
  * Waiting. Each side spins on the other's sequence word, then sleeps on it
  * with futex(2) after raising its "sleeping" flag; the poster stores its
@@ -595,6 +597,22 @@ static int s_start(struct sctx *c, json_object *lay)
 	return 0;
 }
 
+/* The caller's mark (stream_request.on_mark) when bar t is the next to be
+ * written: 0 to go on, -1 when the caller ended the stream there (t0: the
+ * loop's start, for the stats the caller sees). */
+static int at_mark(struct sctx *c, size_t t, double t0)
+{
+	const struct stream_request *rq = c->rq;
+	if (!rq->on_mark || t != rq->mark_bar)
+		return 0;
+	c->res->st.steps = c->res->rows;
+	c->res->st.loop_s = proto_now() - t0;
+	if (rq->on_mark(rq->on_mark_arg, c->res) == 0)
+		return 0;
+	sfail(c, EV_INTERNAL, "stopped at bar %zu by the caller", t);
+	return -1;
+}
+
 /* The lockstep loop. 0 or -1. */
 static int s_loop(struct sctx *c)
 {
@@ -608,13 +626,20 @@ static int s_loop(struct sctx *c)
 	size_t rows = w < bars ? bars - w : 0, dim = 0;
 	size_t max_dim = rq->max_dim && rq->max_dim < STREAM_MAX_DIM ? rq->max_dim : STREAM_MAX_DIM;
 	c->phase = "stream";
-	for (size_t t = 0; t < w && t < bars; t++)
-		shm_put_bar(s, rq->m, t);
 	double t0 = proto_now();
+	for (size_t t = 0; t < w && t < bars; t++) {
+		if (at_mark(c, t, t0) < 0)
+			return -1;
+		shm_put_bar(s, rq->m, t);
+	}
 	uint32_t *plat = xcalloc(rows + 1, sizeof *plat);  /* per-step platform ns (saturated) */
 	if (rq->on_progress)
 		rq->on_progress(rq->on_progress_arg, 0, rows);
 	for (size_t t = w; t < bars; t++) {
+		if (at_mark(c, t, t0) < 0) {
+			free(plat);
+			return -1;
+		}
 		int64_t s0 = now_ns();
 		uint64_t h0 = last_ns;
 		shm_put_bar(s, rq->m, t);
@@ -651,6 +676,10 @@ static int s_loop(struct sctx *c)
 		plat[t - w] = step <= 0 ? 0 : step > UINT32_MAX ? UINT32_MAX : (uint32_t)step;
 		if (rq->on_progress)
 			rq->on_progress(rq->on_progress_arg, t - w + 1, rows);
+	}
+	if (at_mark(c, bars, t0) < 0) {
+		free(plat);
+		return -1;
 	}
 	if (rows) {
 		qsort(plat, rows, sizeof *plat, cmp_u32);

@@ -26,6 +26,8 @@
 #define STREAM_MAX_CODE     (1u << 20)   /* strategy source bytes */
 #define STREAM_MAX_BARS     (1u << 24)
 
+struct stream_result;
+
 struct stream_request {
 	const struct ch_market *m;   /* the prepared market (ch_prepared_market) */
 	size_t       bars;           /* stream bars 0..bars-1 (<= m->T; less in dev-only mode) */
@@ -48,6 +50,15 @@ struct stream_request {
 	void        *on_progress_arg;
 	int          keep_rows;      /* on a failure keep the rows read back before it in res->emb, res->rows
 	                                (a split evaluation scores the dev rows of a run that failed later) */
+	/* Optional, the holdout start of a split evaluation: on_mark(arg, res) is
+	 * called once, when bar mark_bar is about to be written (after the last
+	 * row when mark_bar == bars), with the rows read back so far in res (all
+	 * of the bars before mark_bar; res->st.steps and loop_s say how far).
+	 * A nonzero return ends the stream there: bar mark_bar is never written,
+	 * the host is killed and res->err is EV_INTERNAL ("stopped at bar ..."). */
+	int        (*on_mark)(void *arg, const struct stream_result *res);
+	void        *on_mark_arg;
+	size_t       mark_bar;
 };
 
 struct stream_stats {
@@ -107,6 +118,13 @@ struct stream_eval_opts {
 	void        *on_host_arg;
 	void       (*on_progress)(void *arg, size_t done, size_t total); /* optional: stream_request.on_progress */
 	void        *on_progress_arg;
+	/* Optional, split mode: on_dev(arg, dev, dev_bars, holdout_bars) is called
+	 * once with the dev result (the object that becomes "dev" of the output;
+	 * the callee must not keep or free it) when the dev rows are in and
+	 * scored, before bar dev_bars (the first holdout bar) is written. A
+	 * split whose dev part fails never calls it, and streams no holdout bar. */
+	void       (*on_dev)(void *arg, json_object *dev, size_t dev_bars, size_t holdout_bars);
+	void        *on_dev_arg;
 };
 
 #define STREAM_CPU_S     900.0
@@ -142,7 +160,12 @@ enum ev_err stream_evaluate(const struct dataset *ds, const struct stream_eval_o
  * metrics and its error text depend on dev bars only. On EV_OK *out is
  * {"dev": <dev-only result>, "full": <full result> | null,
  * "full_error": <error object> | null}; when the dev part failed, the
- * error object of that failure as in the other modes. The CPU limit, when
+ * error object of that failure as in the other modes. The dev rows are
+ * scored at the holdout start, before its first bar is written (on_mark):
+ * a dev part that fails there (no dev row, a refused prediction) ends the
+ * stream, so a failed dev part never streams a holdout bar, and o->on_dev
+ * learns the dev result the moment the holdout part begins (the agent
+ * loop bounds the holdout part's time from it: docs/agents.md). The CPU limit, when
  * not given, is twice STREAM_CPU_S (the two runs it replaces).
  */
 

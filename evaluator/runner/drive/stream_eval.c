@@ -145,6 +145,35 @@ static enum ev_err score_rows(const struct ch_prepared *p, const struct stream_r
 	return ce == CH_ERR_PREDICTION ? EV_BAD_OUTPUT : EV_INVALID_FIELD;
 }
 
+/* The dev part of a split evaluation, scored at the holdout start. */
+struct split_dev {
+	const struct stream_eval_opts *o;
+	const struct ch_prepared *dev;
+	const struct dataset *ds;
+	size_t hs, T;
+	int reached;          /* the stream got to the holdout start */
+	enum ev_err rc;       /* the dev scoring's outcome */
+	json_object *res;     /* the dev result, or its error object */
+};
+
+/* stream_request.on_mark of a split: score the dev rows (every bar before
+ * the holdout start is in) and tell o->on_dev; nonzero (end the stream
+ * before any holdout bar) when the dev part failed. */
+static int split_mark(void *arg, const struct stream_result *sr)
+{
+	struct split_dev *k = arg;
+	size_t w = sr->warmup, dev_rows = k->hs > w ? k->hs - w : 0;
+	double score_s = 0;
+	k->reached = 1;
+	k->rc = score_rows(k->dev, sr, dev_rows, 0, &score_s, &k->res);
+	if (k->rc != EV_OK)
+		return -1;
+	result_keys(k->res, k->ds, k->o->mode, k->hs, k->T, true, sr, score_s);
+	if (k->o->on_dev)
+		k->o->on_dev(k->o->on_dev_arg, k->res, k->hs, k->T - k->hs);
+	return 0;
+}
+
 enum ev_err stream_evaluate(const struct dataset *ds, const struct stream_eval_opts *o, json_object **out)
 {
 	char err[1024], names[512];
@@ -195,10 +224,12 @@ enum ev_err stream_evaluate(const struct dataset *ds, const struct stream_eval_o
 		pm = ch_prepared_market(dev);
 		bars = pm->T;
 	}
+	struct split_dev sd = { .o = o, .dev = dev, .ds = ds, .hs = hs, .T = T };
 	struct stream_request rq = {
 		.m = pm, .bars = bars, .code = o->code, .code_len = o->code_len, .sbx = o->sbx, .max_dim = def->emb_dim,
 		.on_host = o->on_host, .on_host_arg = o->on_host_arg, .keep_rows = o->split,
 		.on_progress = o->on_progress, .on_progress_arg = o->on_progress_arg,
+		.on_mark = o->split ? split_mark : NULL, .on_mark_arg = &sd, .mark_bar = hs,
 	};
 	if (rq.sbx.limits.cpu_seconds <= 0)
 		rq.sbx.limits.cpu_seconds = o->split ? 2 * STREAM_CPU_S : STREAM_CPU_S;
@@ -222,19 +253,20 @@ enum ev_err stream_evaluate(const struct dataset *ds, const struct stream_eval_o
 		*out = res;
 		goto out;
 	}
-	/* split: the dev part is done when its rows are in, whatever came after */
-	size_t w = sr.warmup, dev_rows = hs > w ? hs - w : 0;
-	if (se != EV_OK && !(dev_rows > 0 && sr.rows >= dev_rows)) {
+	/* split: the dev part is done when its rows are in (scored at the
+	 * holdout start by split_mark), whatever came after */
+	if (!sd.reached) {
 		*out = stream_error_json(&sr);
 		rc = sr.err;
 		goto out;
 	}
-	rc = score_rows(dev, &sr, dev_rows, 0, &score_s, &res);
-	if (rc != EV_OK) {
+	res = sd.res;
+	sd.res = NULL;
+	if (sd.rc != EV_OK) {
 		*out = res;
+		rc = sd.rc;
 		goto out;
 	}
-	result_keys(res, ds, o->mode, hs, T, true, &sr, score_s);
 	json_object *full = NULL;
 	if (se != EV_OK)
 		full = stream_error_json(&sr);

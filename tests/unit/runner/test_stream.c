@@ -5,7 +5,8 @@
  * beyond `bars` are never streamed, assets are sorted, derivative columns
  * reach cg()/cg_fields()/has_cg(), and failures
  * (exception, rows of different lengths, oversized rows) end the run with
- * the right error. Runs under the sanitizers and valgrind in stage 20.
+ * the right error; the caller's mark (a split's holdout start) runs once
+ * before its bar and can end the stream there. Runs under the sanitizers and valgrind in stage 20.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -41,8 +42,26 @@ static int setup(void **state)
 	return 0;
 }
 
-/* Run `code` over `bars` bars of the two-asset market. */
-static enum ev_err run(const char *code, size_t bars, struct stream_result *res)
+/* What the mark callback saw (test_mark). */
+struct mark_seen {
+	int calls, stop;
+	size_t rows, steps;
+};
+
+/* stream_request.on_mark: note the rows read back so far; stop if asked. */
+static int on_mark(void *arg, const struct stream_result *res)
+{
+	struct mark_seen *m = arg;
+	m->calls++;
+	m->rows = res->rows;
+	m->steps = res->st.steps;
+	return m->stop;
+}
+
+/* Run `code` over `bars` bars of the two-asset market; with `seen`, the
+ * mark at bar `mark` (rows kept on a failure). */
+static enum ev_err run_marked(const char *code, size_t bars, struct mark_seen *seen, size_t mark,
+			      struct stream_result *res)
 {
 	static const char *const names[] = { "ETH", "AAA" };
 	static const double *const closes[] = { close_a, close_b };
@@ -53,8 +72,15 @@ static enum ev_err run(const char *code, size_t bars, struct stream_result *res)
 	struct stream_request rq = {
 		.m = &m, .bars = bars, .code = code, .code_len = strlen(code),
 		.sbx = { .mode = SBX_TRUSTED, .limits = { .cpu_seconds = 60 } },
+		.keep_rows = seen != NULL, .on_mark = seen ? on_mark : NULL, .on_mark_arg = seen, .mark_bar = mark,
 	};
 	return stream_run(&rq, res);
+}
+
+/* Run `code` over `bars` bars of the two-asset market. */
+static enum ev_err run(const char *code, size_t bars, struct stream_result *res)
+{
+	return run_marked(code, bars, NULL, 0, res);
 }
 
 static const char ok_code[] =
@@ -245,6 +271,46 @@ static void test_no_steps(void **state)
 	stream_result_free(&res);
 }
 
+/* Run ok_code over every bar with the mark at bar `mark`. */
+static enum ev_err run_mark(size_t mark, struct mark_seen *seen, struct stream_result *res)
+{
+	static char code[2048];
+	snprintf(code, sizeof code, "BARS = %d\n%s", NBARS, ok_code);
+	return run_marked(code, NBARS, seen, mark, res);
+}
+
+/* The mark (a split's holdout start) runs once, when every bar before it is
+ * in and its own bar is not yet written; a nonzero answer ends the stream
+ * there with the rows before it kept. Inside the warmup it sees no row;
+ * at the end of the bars it runs after the last row. */
+static void test_mark(void **state)
+{
+	(void)state;
+	struct stream_result res;
+	struct mark_seen go = { 0 }, stop = { .stop = 1 }, warm = { .stop = 1 }, end = { 0 };
+	assert_int_equal(run_mark(120, &go, &res), EV_OK);
+	assert_int_equal(go.calls, 1);
+	assert_int_equal(go.rows, 70);
+	assert_int_equal(go.steps, 70);
+	assert_int_equal(res.rows, NBARS - 50);
+	stream_result_free(&res);
+	assert_int_equal(run_mark(120, &stop, &res), EV_INTERNAL);
+	assert_int_equal(stop.calls, 1);
+	assert_int_equal(res.rows, 70);
+	assert_non_null(strstr(res.message, "stopped at bar 120"));
+	assert_true(res.emb[69 * 5] <= 119.0f);
+	stream_result_free(&res);
+	assert_int_equal(run_mark(20, &warm, &res), EV_INTERNAL);
+	assert_int_equal(warm.calls, 1);
+	assert_int_equal(warm.rows, 0);
+	assert_int_equal(res.rows, 0);
+	stream_result_free(&res);
+	assert_int_equal(run_mark(NBARS, &end, &res), EV_OK);
+	assert_int_equal(end.calls, 1);
+	assert_int_equal(end.rows, NBARS - 50);
+	stream_result_free(&res);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -254,6 +320,7 @@ int main(void)
 		cmocka_unit_test(test_bad_rows),
 		cmocka_unit_test(test_no_steps),
 		cmocka_unit_test(test_derivatives_layer),
+		cmocka_unit_test(test_mark),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
