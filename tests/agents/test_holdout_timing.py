@@ -181,3 +181,22 @@ def test_dev_fd_needs_split():
         os.close(r)
         os.close(w)
     assert p.returncode == 2 and json.loads(p.stderr.splitlines()[-1])["code"] == "bad_request", p.stderr
+
+
+def test_scoring_errors_name_no_server_path(tmp_path):
+    """An evaluator error names server paths (here the dataset's); what an
+    iteration records of it (the agent's HISTORY.md, the owner's API) shows
+    them as <path>, with the roots run_iteration uses."""
+    agents = tmp_path / "agents"
+    P = iteration.paths(str(agents / "a1"))
+    os.makedirs(P["scoring"])
+    code = os.path.join(P["scoring"], "iteration_1.py")
+    with open(code, "w") as f:
+        f.write("raise SystemExit(0)\n")
+    ag = dict(dataset=str(tmp_path / "datasets" / "gone"))
+    both, err, _ = iteration._evaluate(code, "ETH-1H-BINARY", ag["dataset"], DAYS, P["scoring"])
+    assert both is None and ag["dataset"] in err["error"], err
+    shown = iteration.no_server_paths(err["error"], iteration.server_dirs_of(ag, P))
+    assert "<path>" in shown and str(tmp_path) not in shown and REPO not in shown, shown
+    assert iteration.no_server_paths('File "/agenttest/host/x.py", line 3', (REPO,)) == \
+        'File "/agenttest/host/x.py", line 3'

@@ -43,6 +43,7 @@ These lines go to the owner only; the agent never reads them.
 import hashlib
 import json
 import os
+import re
 import select
 import signal
 import stat
@@ -448,6 +449,7 @@ def run_iteration(agent, n, entries, inbox, should_stop=lambda: False, on_scorin
         with open(cp, "wb") as f:
             f.write(code)
         act("scoring iteration_%d.py on the dev walk-forward windows and the sealed holdout (one stream)" % n)
+        server_dirs = server_dirs_of(agent, P)
         cache = _score_cache_path(P["scoring"], code, agent)
         both = _cached_scores(cache)
         if both is not None:
@@ -461,7 +463,8 @@ def run_iteration(agent, n, entries, inbox, should_stop=lambda: False, on_scorin
                 _store_scores(cache, both)
         if dev_err:
             act("dev scoring failed: %s" % dev_err.get("code"))
-            entry.update(has_error=True, error="%s: %s" % (dev_err.get("code"), _clip(dev_err.get("error"), 2000)))
+            entry.update(has_error=True, error="%s: %s" % (dev_err.get("code"), _clip(
+                no_server_paths(dev_err.get("error"), server_dirs), 2000)))
         else:
             dev_m = both["dev"]
             entry["metrics"] = _headline(dev_m)
@@ -473,7 +476,8 @@ def run_iteration(agent, n, entries, inbox, should_stop=lambda: False, on_scorin
             if not ho_m and not ho_err:
                 ho_err = {"code": "internal", "error": "the evaluator gave no holdout result"}
             if ho_err:
-                entry["holdout_error"] = "%s: %s" % (ho_err.get("code"), _clip(ho_err.get("error"), 2000))
+                entry["holdout_error"] = "%s: %s" % (ho_err.get("code"), _clip(
+                    no_server_paths(ho_err.get("error"), server_dirs), 2000))
             else:
                 ho = _headline(ho_m)
                 ho["windows"] = [w for w in ho.get("windows", []) if w.get("in_holdout")]
@@ -492,6 +496,26 @@ def run_iteration(agent, n, entries, inbox, should_stop=lambda: False, on_scorin
 def _clip(s, n):
     s = "" if s is None else str(s)
     return s[:n]
+
+
+def server_dirs_of(agent, P):
+    """The server directories an evaluator message may name while scoring
+    agent's iteration: the checkout or installation, the binaries, the
+    dataset, and the directory of every agent (P: paths(agent root))."""
+    return (REPO, os.path.dirname(_bin("agenttest")), agent["dataset"],
+            os.path.dirname(os.path.dirname(os.path.realpath(P["scoring"]))))
+
+
+def no_server_paths(text, roots):
+    """text with every occurrence of the given server directories (and what
+    lies below them) shown as `<path>`: evaluator messages name the dataset
+    or the scoring copy, and an error recorded for an iteration reaches the
+    agent (HISTORY.md) and the owner, neither of whom sees server paths."""
+    text = "" if text is None else str(text)
+    for r in sorted({os.path.realpath(x) for x in roots if x}, key=len, reverse=True):
+        if len(r) > 1:
+            text = re.sub(re.escape(r) + r"(/[^\s:'\"]*)?", "<path>", text)
+    return text
 
 
 def best_iteration(info, entries):
