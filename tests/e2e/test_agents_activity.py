@@ -9,6 +9,7 @@ process (SIGSTOP) once the first line is in the feed, so the detail is read
 while the iteration is certainly running, whatever the machine's speed."""
 import json
 import os
+import re
 import signal
 import time
 
@@ -111,7 +112,9 @@ def test_activity_lines_live_in_detail_and_stream(vstack):
     tail = lines[lines.index("[builtin] writing STATE.md"):]
     assert any(x.startswith("turn ended (ok) after ") for x in tail), tail
     assert "scoring iteration_1.py on the dev walk-forward windows and the sealed holdout (one stream)" in tail, tail
-    assert any(x.endswith("; sealed holdout scored") for x in tail), tail
+    # the holdout part's bound is a dev quantity (docs/agents.md, "Holdout timing")
+    assert any(re.search(r"; sealed holdout scored; the next turn waits for its [0-9.]+ s bound$", x)
+               for x in tail), tail
     # every line arrived before the iteration was scored
     # (the stream is in event order; ids are opaque and do not compare)
     scored = [i for i, e in enumerate(evs) if e["event"] == "iteration_scored"]
