@@ -174,7 +174,14 @@ class Stack:
             return
         dest = Path(dest_root) / "e2e-logs" / self.name
         shutil.rmtree(dest, ignore_errors=True)
-        shutil.copytree(self.var / "log", dest, dirs_exist_ok=True)
+        try:
+            shutil.copytree(self.var / "log", dest, dirs_exist_ok=True)
+        except shutil.Error as e:
+            # a log removed while it was being copied (the stack's own
+            # scripts rotate and remove theirs): the copy is diagnostics,
+            # so only a file that vanished is forgiven
+            if any("No such file or directory" not in str(why) for _, _, why in e.args[0]):
+                raise
 
     def log_tail(self, lines=30):
         out = []
