@@ -435,8 +435,16 @@ int sbx_policy_build(const struct sbx_policy_opts *o, struct sbx_bpf *out, char 
 		snprintf(err, errlen, "seccomp_init failed");
 		goto out;
 	}
+	/* A binary tree on the syscall number, not libseccomp's default linear
+	 * chain: when a filter is loaded, the kernel's action cache
+	 * (seccomp_cache_prepare) emulates it once for every syscall number,
+	 * with the task's signal lock held, and every syscall a run makes walks
+	 * it too; a tree makes both logarithmic in the rules instead of linear
+	 * (about 0.25 ms less per confined process here, issue 19). The rules
+	 * and actions are the same. */
 	if (seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) != 0 ||
-	    seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0) != 0) {
+	    seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0) != 0 ||
+	    seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2) != 0) {
 		snprintf(err, errlen, "seccomp attributes");
 		goto out;
 	}
