@@ -44,9 +44,13 @@ struct sbx_cgroup {
 	int  version;               /* 1 or 2 */
 	char dir[CG__MAX][512];     /* v1: one dir per controller; v2: dir[0] */
 	char quota_dir[512];        /* v1 cpu hierarchy group of a CPU quota, or "" */
+	long long oom_base;         /* OOM kills counted before this use (a recycled group) */
 };
 
 enum { CG_QUOTA_PERIOD_US = 100000 };
+
+/* A group still charged with more than this after its run is not recycled. */
+#define CG_RECYCLE_MAX_CHARGE (4ull << 20)
 
 /* The quota in microseconds of CPU per period, at least 1 ms (the kernel's floor). */
 static long long quota_us(double cpus)
@@ -457,8 +461,21 @@ static int kill_listed(const char *dir)
 	return count;
 }
 
+/* Tasks in the group from its pids controller (0: empty), or -1 unknown.
+ * Cheaper than listing cgroup.procs, which on v1 builds a pid list that a
+ * kernel worker later frees. */
+static long long cg_tasks(const struct sbx_cgroup *cg)
+{
+	char buf[32];
+	if (cg_read(cg->version == 2 ? cg->dir[0] : cg->dir[CG_PIDS], "pids.current", buf, sizeof buf) <= 0)
+		return -1;
+	return strtoll(buf, NULL, 10);
+}
+
 void sbx_cg_kill(struct sbx_cgroup *cg)
 {
+	if (cg_tasks(cg) == 0)
+		return;
 	if (cg->version == 2 && cg_write(cg->dir[0], "cgroup.kill", "1") == 0)
 		return;
 	const char *dir = cg->version == 2 ? cg->dir[0] : cg->dir[CG_PIDS];
@@ -481,7 +498,27 @@ void sbx_cg_stats(struct sbx_cgroup *cg, uint64_t *peak, bool *oom)
 	}
 	if (cg_read(cg->dir[CG_MEM], "memory.max_usage_in_bytes", buf, sizeof buf) > 0)
 		*peak = strtoull(buf, NULL, 10);
-	*oom = cg_keyed(cg->dir[CG_MEM], "memory.oom_control", "oom_kill") > 0;
+	*oom = cg_keyed(cg->dir[CG_MEM], "memory.oom_control", "oom_kill") > cg->oom_base;
+}
+
+bool sbx_cg_recycle(struct sbx_cgroup *cg)
+{
+	/* v1 only: its peak can be restarted (memory.max_usage_in_bytes) and its
+	 * OOM count read as a base; a v2 memory.peak restarts only per open file
+	 * on recent kernels, so v2 groups stay one per child */
+	if (!cg || cg->version != 1 || cg->quota_dir[0] || cg_tasks(cg) != 0)
+		return false;
+	/* what an earlier run left charged (page cache it read) counts in the
+	 * next run's usage: bounded, or the group is replaced */
+	char buf[32];
+	if (cg_read(cg->dir[CG_MEM], "memory.usage_in_bytes", buf, sizeof buf) <= 0 ||
+	    strtoull(buf, NULL, 10) > CG_RECYCLE_MAX_CHARGE)
+		return false;
+	long long ooms = cg_keyed(cg->dir[CG_MEM], "memory.oom_control", "oom_kill");
+	if (ooms < 0)
+		return false;
+	cg->oom_base = ooms;
+	return true;
 }
 
 void sbx_cg_destroy(struct sbx_cgroup *cg)

@@ -126,6 +126,12 @@ double sbx_cg_cpu(struct sbx_cgroup *cg);
 void sbx_cg_kill(struct sbx_cgroup *cg);
 /* Peak memory in bytes (0 if unknown) and whether the OOM killer fired. */
 void sbx_cg_stats(struct sbx_cgroup *cg, uint64_t *peak, bool *oom);
+/* Ready an emptied group for another child of the same supervisor: true
+ * when it is a v1 group without a CPU quota and holds no task, its OOM kills
+ * so far becoming the base sbx_cg_stats counts from (the caller then sets
+ * the next limits with sbx_cg_set_limits, which restarts the peak). False:
+ * kill and destroy it as usual. */
+bool sbx_cg_recycle(struct sbx_cgroup *cg);
 /* Remove the cgroup (after sbx_cg_kill) and free it. NULL is a no-op. */
 void sbx_cg_destroy(struct sbx_cgroup *cg);
 /* A directory fd of a v2 cgroup (for clone3 CLONE_INTO_CGROUP), else -1. */

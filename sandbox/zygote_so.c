@@ -18,11 +18,9 @@
  * A warm child (deferred) is spawned before its run is known, so that the
  * clone and the cgroup migration (which waits for an RCU grace period on
  * cgroup v1) happen between runs. sbx_zygote_spawn returns 0 to it before
- * its confinement: the zygote's trusted code warms it up (the host's own
- * code paths on built-in data, so the pages every run writes are copied
- * before the run, not during it; no strategy exists in the process yet,
- * and its stdin is not even there) and then calls sbx_zygote_confine,
- * which waits for the run's box, limits and stdin and only then confines
+ * its confinement: the zygote's trusted code then calls sbx_zygote_confine
+ * (running nothing else: no strategy exists in the process yet, and its
+ * stdin is not even there), which waits for the run's box, limits and stdin and only then confines
  * it. Nothing returns to Python confined or not without the zygote
  * knowing: sbx_zygote_unconfined() says which.
  * Each run is a fresh copy of the pristine zygote: whatever a run changes

@@ -20,8 +20,7 @@ in a spawned child, which is already fully
 confined (its own namespaces, cgroup, box uid, rlimits, no_new_privs,
 seccomp), and that child runs agenttest_host.serve(0, 1) and exits. A warm
 child (spawned before its run is known) comes back unconfined
-(sbx_zygote_unconfined()): it runs agenttest_host.warm(), the host's own
-code on built-in data, then sbx_zygote_confine() waits for the run and
+(sbx_zygote_unconfined()): sbx_zygote_confine() waits for the run and
 confines it, and only then does it serve. The
 zygote itself never executes strategy code and never reads anything a run
 wrote; a run cannot change the zygote.
@@ -50,7 +49,7 @@ def _single_threaded():
 
 
 def _child(host, lib, after_fork):
-    """In a child: (warm up and confine a warm child, then) serve the run, never return.
+    """In a child: (confine a warm child once its run comes, then) serve the run, never return.
 
     after_fork is False when the zygote had a single Python thread at the
     spawn (_single_threaded), which it checks before every spawn: the clone
@@ -62,15 +61,17 @@ def _child(host, lib, after_fork):
     inherited objects). The one thing a hook did that a run needs, fresh
     `random` state, the host does itself: it seeds random and numpy from
     the run's identity before any strategy code (seeding.py).
+
+    A warm child (spawned before its run is known) used to run the host's
+    code on built-in data while it waited, so that the pages a run writes
+    were copied before the run. That moved copies off the run's path but
+    added its own interpreter work to every run's CPU (about 0.3 ms a child,
+    issue 19); it now only waits, its clone and cgroup move done.
     """
     if after_fork:
         ctypes.pythonapi.PyOS_AfterFork_Child()
     gc.set_threshold(CHILD_GC_THRESHOLD, 10, 10)
     if lib.sbx_zygote_unconfined():
-        try:
-            host.warm()
-        except BaseException:  # noqa: B902 - a warm-up failure must not stop the run
-            pass
         if lib.sbx_zygote_confine() != 0:
             os._exit(2)
     code = 0

@@ -6,7 +6,7 @@ docs/protocol.md. The host computes nothing that is scored: metrics come from
 the evaluator. Entry points:
 
     agenttest_host.serve(in_fd, out_fd)    # the pre-forked sandbox child
-    agenttest_host.warm()                  # a warm child, before its run (zygote)
+    agenttest_host.warm()                  # the zygote, before its first fork
     /usr/bin/python3 <hostdir>/agenttest_host   # one-shot (see __main__.py)
 
 Module-level imports stay light (numpy is the one heavy import, done here so

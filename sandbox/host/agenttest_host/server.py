@@ -102,15 +102,14 @@ _WARM_SOURCE = b"def simulate(prices, params):\n    p0 = prices[0]\n    return [
 
 
 def warm():
-    """Go through a run's code paths once on built-in data, before the run.
+    """Go through a run's code paths once on built-in data.
 
-    Called by the zygote in a warm child (a fork that waits for its run,
-    not yet confined, with no strategy and not even the run's stdin in the
-    process): the frame codec, the compiler, a strategy call and the
-    float64 conversion write to the interpreter pages every run writes
-    anyway, so those pages are copied from the zygote now instead of on the
-    run's path. Only this module's code and _WARM_SOURCE run; the frames go
-    through a private pipe, and what the load leaves (linecache) is removed.
+    Called by the zygote before its first fork (zygote.py, _prewarm): the
+    frame codec, the compiler, a strategy call and the float64 conversion
+    specialise their bytecode and fill their caches there once, instead of
+    writing (and so copying) those pages in every run. Only this module's
+    code and _WARM_SOURCE run; the frames go through a private pipe, and
+    what the load leaves (linecache) is removed.
     """
     r, w = os.pipe()
     try:
