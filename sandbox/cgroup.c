@@ -40,11 +40,26 @@
 
 enum { CG_MEM, CG_PIDS, CG_CPU, CG__MAX };
 
+enum { CG_FILES_MAX = 16 };
+
+/* A control file of the group kept open (cg_fd): opening a cgroup file is
+ * a path walk in the kernel's cgroup file system and costs far more than
+ * reading it, and a helper reads and writes the same few files at every
+ * child (a recycled group, zygote_sup.c, serves many). */
+struct cg_file {
+	const char *dir;            /* one of the group's directories */
+	const char *name;           /* a string literal */
+	int         flags;          /* O_RDONLY or O_WRONLY */
+	int         fd;
+};
+
 struct sbx_cgroup {
 	int  version;               /* 1 or 2 */
 	char dir[CG__MAX][512];     /* v1: one dir per controller; v2: dir[0] */
 	char quota_dir[512];        /* v1 cpu hierarchy group of a CPU quota, or "" */
 	long long oom_base;         /* OOM kills counted before this use (a recycled group) */
+	struct cg_file files[CG_FILES_MAX];
+	int  nfiles;
 };
 
 enum { CG_QUOTA_PERIOD_US = 100000 };
@@ -95,17 +110,81 @@ static ssize_t cg_read(const char *dir, const char *file, char *buf, size_t len)
 	return r;
 }
 
-/* The value following `key ` in a "key value" line file, or -1. */
-static long long cg_keyed(const char *dir, const char *file, const char *key)
+/* The value following `key ` in a "key value" line text, or -1. */
+static long long keyed_value(const char *buf, const char *key)
 {
-	char buf[4096];
-	if (cg_read(dir, file, buf, sizeof buf) < 0)
-		return -1;
 	size_t kl = strlen(key);
-	for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+	for (const char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
 		if (strncmp(line, key, kl) == 0 && line[kl] == ' ')
 			return strtoll(line + kl + 1, NULL, 10);
 	return -1;
+}
+
+/* The descriptor of dir/name (dir one of cg's directories) opened with
+ * flags, kept open with the group; -1 if it cannot be opened. *temp is
+ * set when the table is full and the caller must close it after use. */
+static int cg_fd(struct sbx_cgroup *cg, const char *dir, const char *name, int flags, bool *temp)
+{
+	*temp = false;
+	for (int i = 0; i < cg->nfiles; i++)
+		if (cg->files[i].dir == dir && cg->files[i].flags == flags && strcmp(cg->files[i].name, name) == 0)
+			return cg->files[i].fd;
+	char path[600];
+	int n = snprintf(path, sizeof path, "%s/%s", dir, name);
+	if (n < 0 || (size_t)n >= sizeof path)
+		return -1;
+	int fd = open(path, flags | O_CLOEXEC);
+	if (fd >= 0 && cg->nfiles < CG_FILES_MAX)
+		cg->files[cg->nfiles++] = (struct cg_file){ dir, name, flags, fd };
+	else
+		*temp = fd >= 0;
+	return fd;
+}
+
+/* Close every kept descriptor of cg. */
+static void cg_files_close(struct sbx_cgroup *cg)
+{
+	for (int i = 0; i < cg->nfiles; i++)
+		close(cg->files[i].fd);
+	cg->nfiles = 0;
+}
+
+/* Write val to the group's file dir/name. 0 or -1. */
+static int cgf_write(struct sbx_cgroup *cg, const char *dir, const char *name, const char *val)
+{
+	bool temp;
+	int fd = cg_fd(cg, dir, name, O_WRONLY, &temp);
+	if (fd < 0)
+		return -1;
+	size_t len = strlen(val);
+	ssize_t w = pwrite(fd, val, len, 0);
+	if (temp)
+		close(fd);
+	return w == (ssize_t)len ? 0 : -1;
+}
+
+/* Read the group's file dir/name into buf (NUL-terminated) from its start.
+ * Returns bytes read or -1. */
+static ssize_t cgf_read(struct sbx_cgroup *cg, const char *dir, const char *name, char *buf, size_t len)
+{
+	bool temp = false;
+	int fd = len ? cg_fd(cg, dir, name, O_RDONLY, &temp) : -1;
+	if (fd < 0)
+		return -1;
+	ssize_t r = pread(fd, buf, len - 1, 0);
+	if (temp)
+		close(fd);
+	if (r < 0)
+		return -1;
+	buf[r] = '\0';
+	return r;
+}
+
+/* The value following `key ` in the group's file dir/name, or -1. */
+static long long cgf_keyed(struct sbx_cgroup *cg, const char *dir, const char *name, const char *key)
+{
+	char buf[4096];
+	return cgf_read(cg, dir, name, buf, sizeof buf) < 0 ? -1 : keyed_value(buf, key);
 }
 
 /* Our own path in the hierarchy whose /proc/self/cgroup entry matches ctrl
@@ -351,10 +430,12 @@ struct sbx_cgroup *sbx_cg_create(uint32_t box_id, const struct sbx_limits *l, ch
 		if (r == -2)
 			no_v2 = getpid();
 	}
+	cg_files_close(cg);
 	memset(cg, 0, sizeof *cg);
 	if ((!mode || strcmp(mode, "v2") != 0) && (!mode || strcmp(mode, "none") != 0) &&
 	    try_v1(cg, box_id, l) == 0)
 		return cg;
+	cg_files_close(cg);
 	free(cg);
 	sbx_note(warn, wlen, "cgroup unavailable: rlimits only");
 	return NULL;
@@ -377,34 +458,34 @@ int sbx_cg_set_limits(struct sbx_cgroup *cg, const struct sbx_limits *l)
 	char v[32], probe[64];
 	snprintf(v, sizeof v, "%" PRIu64, l->memory_bytes);
 	if (cg->version == 2) {
-		if (cg_write(cg->dir[0], "memory.max", v) < 0)
+		if (cgf_write(cg, cg->dir[0], "memory.max", v) < 0)
 			return -1;
 		snprintf(v, sizeof v, "%u", l->processes);
-		return cg_write(cg->dir[0], "pids.max", v);
+		return cgf_write(cg, cg->dir[0], "pids.max", v);
 	}
 	/* memsw must stay >= memory: order the two writes by direction */
-	bool sw = cg_read(cg->dir[CG_MEM], "memory.memsw.limit_in_bytes", probe, sizeof probe) >= 0;
+	bool sw = cgf_read(cg, cg->dir[CG_MEM], "memory.memsw.limit_in_bytes", probe, sizeof probe) >= 0;
 	uint64_t cur = sw ? strtoull(probe, NULL, 10) : 0;
-	if (sw && l->memory_bytes > cur && cg_write(cg->dir[CG_MEM], "memory.memsw.limit_in_bytes", v) < 0)
+	if (sw && l->memory_bytes > cur && cgf_write(cg, cg->dir[CG_MEM], "memory.memsw.limit_in_bytes", v) < 0)
 		return -1;
-	if (cg_write(cg->dir[CG_MEM], "memory.limit_in_bytes", v) < 0)
+	if (cgf_write(cg, cg->dir[CG_MEM], "memory.limit_in_bytes", v) < 0)
 		return -1;
-	if (sw && l->memory_bytes <= cur && cg_write(cg->dir[CG_MEM], "memory.memsw.limit_in_bytes", v) < 0)
+	if (sw && l->memory_bytes <= cur && cgf_write(cg, cg->dir[CG_MEM], "memory.memsw.limit_in_bytes", v) < 0)
 		return -1;
-	cg_write(cg->dir[CG_MEM], "memory.max_usage_in_bytes", "0");  /* restart the peak */
+	cgf_write(cg, cg->dir[CG_MEM], "memory.max_usage_in_bytes", "0");  /* restart the peak */
 	snprintf(v, sizeof v, "%u", l->processes);
-	return cg_write(cg->dir[CG_PIDS], "pids.max", v);
+	return cgf_write(cg, cg->dir[CG_PIDS], "pids.max", v);
 }
 
-int sbx_cg_procs_fds(const struct sbx_cgroup *cg, int *fds)
+int sbx_cg_procs_fds(struct sbx_cgroup *cg, int *fds)
 {
 	if (cg->quota_dir[0])
 		return -1;   /* a v1 quota group is joined by sbx_cg_enter only (one-shot runs) */
 	int n = cg->version == 2 ? 1 : CG__MAX;
 	for (int i = 0; i < n; i++) {
-		char path[600];
-		snprintf(path, sizeof path, "%s/cgroup.procs", cg->dir[i]);
-		fds[i] = open(path, O_WRONLY | O_CLOEXEC);
+		bool temp;
+		int fd = cg_fd(cg, cg->dir[i], "cgroup.procs", O_WRONLY, &temp);
+		fds[i] = fd < 0 || temp ? fd : fcntl(fd, F_DUPFD_CLOEXEC, 3);
 		if (fds[i] < 0) {
 			while (i-- > 0)
 				close(fds[i]);
@@ -419,21 +500,21 @@ int sbx_cg_enter(struct sbx_cgroup *cg, pid_t pid)
 	char v[32];
 	snprintf(v, sizeof v, "%d", (int)pid);
 	if (cg->version == 2)
-		return cg_write(cg->dir[0], "cgroup.procs", v);
+		return cgf_write(cg, cg->dir[0], "cgroup.procs", v);
 	for (int i = 0; i < CG__MAX; i++)
-		if (cg_write(cg->dir[i], "cgroup.procs", v) < 0)
+		if (cgf_write(cg, cg->dir[i], "cgroup.procs", v) < 0)
 			return -1;
-	return cg->quota_dir[0] ? cg_write(cg->quota_dir, "cgroup.procs", v) : 0;
+	return cg->quota_dir[0] ? cgf_write(cg, cg->quota_dir, "cgroup.procs", v) : 0;
 }
 
 double sbx_cg_cpu(struct sbx_cgroup *cg)
 {
 	if (cg->version == 2) {
-		long long us = cg_keyed(cg->dir[0], "cpu.stat", "usage_usec");
+		long long us = cgf_keyed(cg, cg->dir[0], "cpu.stat", "usage_usec");
 		return us < 0 ? -1 : (double)us / 1e6;
 	}
 	char buf[64];
-	if (cg_read(cg->dir[CG_CPU], "cpuacct.usage", buf, sizeof buf) < 0)
+	if (cgf_read(cg, cg->dir[CG_CPU], "cpuacct.usage", buf, sizeof buf) < 0)
 		return -1;
 	return (double)strtoull(buf, NULL, 10) / 1e9;
 }
@@ -464,10 +545,10 @@ static int kill_listed(const char *dir)
 /* Tasks in the group from its pids controller (0: empty), or -1 unknown.
  * Cheaper than listing cgroup.procs, which on v1 builds a pid list that a
  * kernel worker later frees. */
-static long long cg_tasks(const struct sbx_cgroup *cg)
+static long long cg_tasks(struct sbx_cgroup *cg)
 {
 	char buf[32];
-	if (cg_read(cg->version == 2 ? cg->dir[0] : cg->dir[CG_PIDS], "pids.current", buf, sizeof buf) <= 0)
+	if (cgf_read(cg, cg->version == 2 ? cg->dir[0] : cg->dir[CG_PIDS], "pids.current", buf, sizeof buf) <= 0)
 		return -1;
 	return strtoll(buf, NULL, 10);
 }
@@ -476,7 +557,7 @@ void sbx_cg_kill(struct sbx_cgroup *cg)
 {
 	if (cg_tasks(cg) == 0)
 		return;
-	if (cg->version == 2 && cg_write(cg->dir[0], "cgroup.kill", "1") == 0)
+	if (cg->version == 2 && cgf_write(cg, cg->dir[0], "cgroup.kill", "1") == 0)
 		return;
 	const char *dir = cg->version == 2 ? cg->dir[0] : cg->dir[CG_PIDS];
 	for (int round = 0; round < 100 && kill_listed(dir) > 0; round++) {
@@ -491,14 +572,14 @@ void sbx_cg_stats(struct sbx_cgroup *cg, uint64_t *peak, bool *oom)
 	*peak = 0;
 	*oom = false;
 	if (cg->version == 2) {
-		if (cg_read(cg->dir[0], "memory.peak", buf, sizeof buf) > 0)
+		if (cgf_read(cg, cg->dir[0], "memory.peak", buf, sizeof buf) > 0)
 			*peak = strtoull(buf, NULL, 10);
-		*oom = cg_keyed(cg->dir[0], "memory.events", "oom_kill") > 0;
+		*oom = cgf_keyed(cg, cg->dir[0], "memory.events", "oom_kill") > 0;
 		return;
 	}
-	if (cg_read(cg->dir[CG_MEM], "memory.max_usage_in_bytes", buf, sizeof buf) > 0)
+	if (cgf_read(cg, cg->dir[CG_MEM], "memory.max_usage_in_bytes", buf, sizeof buf) > 0)
 		*peak = strtoull(buf, NULL, 10);
-	*oom = cg_keyed(cg->dir[CG_MEM], "memory.oom_control", "oom_kill") > cg->oom_base;
+	*oom = cgf_keyed(cg, cg->dir[CG_MEM], "memory.oom_control", "oom_kill") > cg->oom_base;
 }
 
 bool sbx_cg_recycle(struct sbx_cgroup *cg)
@@ -511,10 +592,10 @@ bool sbx_cg_recycle(struct sbx_cgroup *cg)
 	/* what an earlier run left charged (page cache it read) counts in the
 	 * next run's usage: bounded, or the group is replaced */
 	char buf[32];
-	if (cg_read(cg->dir[CG_MEM], "memory.usage_in_bytes", buf, sizeof buf) <= 0 ||
+	if (cgf_read(cg, cg->dir[CG_MEM], "memory.usage_in_bytes", buf, sizeof buf) <= 0 ||
 	    strtoull(buf, NULL, 10) > CG_RECYCLE_MAX_CHARGE)
 		return false;
-	long long ooms = cg_keyed(cg->dir[CG_MEM], "memory.oom_control", "oom_kill");
+	long long ooms = cgf_keyed(cg, cg->dir[CG_MEM], "memory.oom_control", "oom_kill");
 	if (ooms < 0)
 		return false;
 	cg->oom_base = ooms;
@@ -525,6 +606,7 @@ void sbx_cg_destroy(struct sbx_cgroup *cg)
 {
 	if (!cg)
 		return;
+	cg_files_close(cg);
 	int n = cg->version == 2 ? 1 : CG__MAX;
 	for (int i = 0; i <= n; i++) {
 		const char *dir = i < n ? cg->dir[i] : cg->quota_dir;

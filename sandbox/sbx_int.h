@@ -117,7 +117,7 @@ struct sbx_cgroup *sbx_cg_create(uint32_t box_id, const struct sbx_limits *l, ch
 int sbx_cg_set_limits(struct sbx_cgroup *cg, const struct sbx_limits *l);
 /* Open the cgroup.procs file(s) for writing into fds (up to 3), so that a
  * child can move itself in by writing "0". Returns the count or -1. */
-int sbx_cg_procs_fds(const struct sbx_cgroup *cg, int *fds);
+int sbx_cg_procs_fds(struct sbx_cgroup *cg, int *fds);
 /* Move pid into the cgroup. Returns 0 or -1. */
 int sbx_cg_enter(struct sbx_cgroup *cg, pid_t pid);
 /* Cumulative CPU seconds of the cgroup, or -1. */

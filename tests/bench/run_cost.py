@@ -113,9 +113,10 @@ class Target:
 
     def run(self, c, vid, dsv="v1"):
         if self.ours:
+            t0 = time.perf_counter()
             st, r = c.call("POST", "/runs", {"strategy_version_id": vid, "dataset_version": dsv,
                                               "audit": self.audit, "wait": 60})
-            assert st == 200 and r["status"] == "completed", (st, r)
+            assert st == 200 and r["status"] == "completed", (st, "after %.3f s" % (time.perf_counter() - t0), r)
         else:
             st, r = c.call("POST", "/runs", {"strategy_version_id": vid})
             assert st in (200, 201) and r.get("status", "completed") in ("completed", "succeeded"), (st, r)
