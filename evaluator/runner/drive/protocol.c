@@ -102,7 +102,14 @@ void proto_conn_free(struct proto_conn *c)
 	buf_free(&c->log);
 }
 
-/* Read what stderr has now; keep the tail. Returns 0, or -1 at EOF. */
+/* Read what stderr has now; keep the tail. Returns 0, or -1 at EOF, when
+ * the caller stops watching it (c->logfd = -1) but does not close it: the
+ * descriptor belongs to whoever opened it (sbx_finish closes a host's).
+ * Closing it here as well closed it twice, and in the runner, whose slots
+ * and code-check workers open pipes concurrently, the second close could
+ * hit another thread's new pipe that had just taken the number: its
+ * verdict went missing ("ended without a verdict") or a host's READY went
+ * to a stale reader and the run hung until its wait ran out. */
 static int pc_read_log(struct proto_conn *c)
 {
 	char tmp[16384];
@@ -160,10 +167,8 @@ static enum proto_status pc_wait(struct proto_conn *c, int fd, short ev, double 
 			continue; /* re-check the deadline */
 		for (nfds_t i = 0; i < n; i++) {
 			if (p[i].fd == c->logfd && p[i].revents) {
-				if (pc_read_log(c) < 0) {
-					(void)close(c->logfd);
-					c->logfd = -1;
-				}
+				if (pc_read_log(c) < 0)
+					c->logfd = -1;   /* at its end: not ours to close (pc_read_log) */
 			}
 		}
 		if (fd >= 0 && p[0].revents) {
@@ -266,10 +271,8 @@ enum proto_status proto_recv(struct proto_conn *c, struct proto_hdr *h, struct b
 void proto_drain_log(struct proto_conn *c, double wait)
 {
 	if (wait <= 0) {
-		if (c->logfd >= 0 && pc_read_log(c) < 0) {
-			(void)close(c->logfd);
+		if (c->logfd >= 0 && pc_read_log(c) < 0)
 			c->logfd = -1;
-		}
 		return;
 	}
 	double until = proto_now() + wait;

@@ -83,7 +83,7 @@ struct proto_hdr {
 struct proto_conn {
 	int        wfd;      /* frames to the host */
 	int        rfd;      /* frames from the host */
-	int        logfd;    /* the host's stderr, or -1 */
+	int        logfd;    /* the host's stderr (the caller's: never closed here), or -1 once at its end */
 	double     deadline; /* CLOCK_MONOTONIC seconds; 0: none */
 	struct buf log;      /* last PROTO_LOG_TAIL bytes of stderr */
 	uint64_t   log_total;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -82,8 +83,8 @@ static void fake_close(struct fake *f)
 			close(f->to_us[i]);
 		if (f->from_us[i] >= 0)
 			close(f->from_us[i]);
-		if (f->log[i] >= 0 && !(i == 0 && f->c.logfd < 0))
-			close(f->log[i]);
+		if (f->log[i] >= 0)
+			close(f->log[i]);   /* ours, even after the conn saw its end */
 	}
 	proto_conn_free(&f->c);
 }
@@ -168,6 +169,10 @@ static void test_log_tail_is_bounded(void **s)
 	assert_int_equal(f.c.log_total, 15 * 4096 + 1);
 	assert_int_equal(f.c.log.data[f.c.log.len - 1], 'E');
 	assert_int_equal(f.c.logfd, -1);
+	/* the end of the log stops the watch but leaves the descriptor to its
+	 * owner (sbx_finish closes a host's): a second close there could hit
+	 * another thread's pipe that had taken the number meanwhile */
+	assert_true(fcntl(f.log[0], F_GETFD) >= 0);
 	fake_close(&f);
 }
 
