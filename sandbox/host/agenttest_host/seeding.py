@@ -14,11 +14,19 @@ strategy makes itself (`np.random.default_rng()` without a seed) take
 entropy from the kernel and stay non-deterministic: pass a seed
 (docs/strategies.md).
 """
-import hashlib
 import json
 import random
 
 import numpy as np
+
+try:
+    # CPython's own SHA-256 (built into the interpreter): the same digest as
+    # hashlib's OpenSSL one, without OpenSSL's provider lookup, which in a
+    # forked run touches (and so copies) about a dozen more pages of
+    # libcrypto and its state per process (issue 19).
+    from _sha256 import sha256 as _sha256
+except ImportError:  # another CPython (3.12 renamed it _sha2)
+    from hashlib import sha256 as _sha256
 
 _TAG = b"agenttest-rng-v1\0"
 
@@ -26,7 +34,7 @@ _TAG = b"agenttest-rng-v1\0"
 def seed_for(source, params=None):
     """The 64-bit seed of (source, params): SHA-256 of the tag, the source
     bytes, a NUL and the params as canonical JSON (sorted keys, no spaces)."""
-    h = hashlib.sha256(_TAG)
+    h = _sha256(_TAG)
     h.update(bytes(source))
     h.update(b"\0")
     h.update(json.dumps(params if params is not None else {}, sort_keys=True,
