@@ -59,6 +59,20 @@ def cpu_by_part(sessions):
     return out
 
 
+def cgroup_cpu():
+    """(user s, system s) of the stack's CPU-accounting group (RUN_COST_CGROUP), or None."""
+    cg = os.environ.get("RUN_COST_CGROUP")
+    if not cg:
+        return None
+    try:
+        if os.path.exists(os.path.join(cg, "cpuacct.usage_user")):
+            return tuple(int(open(os.path.join(cg, f)).read()) / 1e9 for f in ("cpuacct.usage_user", "cpuacct.usage_sys"))
+        st = dict(line.split() for line in open(os.path.join(cg, "cpu.stat")))
+        return int(st["user_usec"]) / 1e6, int(st["system_usec"]) / 1e6
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 def cpu_of(sessions):
     """(user, system, minor faults) of every live process of these sessions, reaped children included."""
     parts = cpu_by_part(sessions).values()
@@ -257,17 +271,20 @@ def main():
     for dsv, label in (("v1", "5 bars"), ("synth-v1", "10,080 bars")):
         for _ in range(3):   # warm the zygotes and the dataset cache
             ours.run(c, vid, dsv)
-        p0 = cpu_by_part(sessions)
+        p0, g0 = cpu_by_part(sessions), cgroup_cpu()
         t0 = time.perf_counter()
         for _ in range(n_seq):
             ours.run(c, vid, dsv)
         wall = (time.perf_counter() - t0) / n_seq * 1000
-        p1 = cpu_by_part(sessions)
+        p1, g1 = cpu_by_part(sessions), cgroup_cpu()
         u0, s0, f0 = (sum(p[i] for p in p0.values()) for i in range(3))
         u1, s1, f1 = (sum(p[i] for p in p1.values()) for i in range(3))
         u, s = (u1 - u0) / n_seq * 1000, (s1 - s0) / n_seq * 1000
         print("%-14s %10.1f %10.1f %10.1f %10.1f %10.0f   %s" % (label, u, s, u + s, wall, (f1 - f0) / n_seq,
                                                              loadavg()))
+        if g0 and g1:
+            gu, gs = (g1[0] - g0[0]) / n_seq * 1000, (g1[1] - g0[1]) / n_seq * 1000
+            print("%-14s %10.1f %10.1f %10.1f   (the stack's cgroup, ns accounting)" % ("", gu, gs, gu + gs))
         # where it goes: CPU ms (user+sys) per run of each component of the stack
         print("%-14s %s" % ("", "  ".join(
             "%s %.1f" % (k, ((p1[k][0] + p1[k][1]) - (p0.get(k, (0, 0))[0] + p0.get(k, (0, 0))[1])) / n_seq * 1000)
