@@ -6,6 +6,7 @@ Strategy kinds (docs/strategies.md):
 `prices` is a list of floats, `params` a dict; both are fresh for every call.
 The output goes back as raw float64; the evaluator validates it.
 """
+import json
 import os
 import sys
 import time
@@ -16,6 +17,20 @@ from . import check, frames, seeding
 from .errors import error_meta, STRATEGY_FILE
 
 KINDS = ("simulate", "positions")
+
+# The metas of the frames every run sends (READY, LOADED, OUTPUT) are
+# formatted here rather than by json.dumps: a run forked from the zygote
+# copies every page its first use of the JSON encoder touches (about forty),
+# and these metas are fixed shapes of ints, known strings and finite floats,
+# whose repr is the JSON json.dumps would write. The READY prefix is built
+# once at import, in the zygote.
+_READY_PREFIX = ('{"protocol":%d,"python":%s,"numpy":%s,"pid":' % (
+    frames.PROTOCOL, json.dumps(sys.version.split()[0]), json.dumps(np.__version__))).encode("ascii")
+
+
+def _seconds(x):
+    """A duration as JSON: finite (perf_counter differences), so repr is JSON."""
+    return repr(float(x)).encode("ascii")
 
 
 class Strategy:
@@ -95,7 +110,7 @@ def _run(chan, strat, prices, meta):
                                  "traceback": [], "phase": "run"})
         return
     host_s = time.perf_counter() - t0
-    chan.send(frames.OUTPUT, {"bars": int(arr.shape[0]), "host_s": host_s}, arr)
+    chan.send(frames.OUTPUT, b'{"bars":%d,"host_s":%s}' % (int(arr.shape[0]), _seconds(host_s)), arr)
 
 
 _WARM_SOURCE = b"def simulate(prices, params):\n    p0 = prices[0]\n    return [p / p0 for p in prices]\n"
@@ -140,8 +155,7 @@ def serve(in_fd=0, out_fd=1):
         os.dup2(2, 1)
     sys.stdout = sys.stderr
     chan = frames.Channel(in_fd, proto_out)
-    chan.send(frames.READY, {"protocol": frames.PROTOCOL, "python": sys.version.split()[0],
-                             "numpy": np.__version__, "pid": os.getpid()})
+    chan.send(frames.READY, _READY_PREFIX + b"%d}" % os.getpid())
     strat = None
     prices = None
     while True:
@@ -160,7 +174,8 @@ def serve(in_fd=0, out_fd=1):
                     raise
                 chan.send(frames.ERROR, error_meta(exc, "load", "strategy_error"))
                 continue
-            chan.send(frames.LOADED, {"kind": strat.kind, "load_s": time.perf_counter() - t0})
+            chan.send(frames.LOADED, b'{"kind":"%s","load_s":%s}' % (strat.kind.encode("ascii"),
+                                                                     _seconds(time.perf_counter() - t0)))
         elif ftype == frames.DATA:
             if len(body) % 8:
                 raise frames.ProtocolError("DATA body is not float64")
