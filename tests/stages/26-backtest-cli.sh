@@ -11,5 +11,5 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 PYTHON=${PYTHON:-/usr/bin/python3}
 [ -x "${AGENTTEST_BIN:-bin}/agenttest" ] || { echo "26-backtest-cli: ${AGENTTEST_BIN:-bin}/agenttest missing (make build)"; exit 1; }
-exec "$PYTHON" -m pytest -q -p no:cacheprovider tests/cli/test_backtest_cli.py tests/cli/test_host_wire.py \
+exec "$PYTHON" -m pytest -q -p no:cacheprovider tests/cli/test_backtest_cli.py tests/cli/test_host_wire.py tests/cli/test_host_output.py \
   --junitxml="$AGENTTEST_JUNIT_DIR/backtest-cli.xml" -o junit_suite_name=backtest-cli "$@"

@@ -37,8 +37,9 @@ def seed_for(source, params=None):
     h = _sha256(_TAG)
     h.update(bytes(source))
     h.update(b"\0")
-    h.update(json.dumps(params if params is not None else {}, sort_keys=True,
-                        separators=(",", ":")).encode("utf-8"))
+    # no params is "{}", what the encoder would write, without the encoder
+    # (its first use copies a few dozen pages in a forked run)
+    h.update(json.dumps(params, sort_keys=True, separators=(",", ":")).encode("utf-8") if params else b"{}")
     return int.from_bytes(h.digest()[:8], "little")
 
 

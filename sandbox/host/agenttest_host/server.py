@@ -8,6 +8,7 @@ The output goes back as raw float64; the evaluator validates it.
 """
 import json
 import os
+import struct
 import sys
 import time
 
@@ -70,7 +71,15 @@ class OutputError(Exception):
 
 
 def _to_float64(result):
-    """Return value → contiguous little-endian float64 1-D array."""
+    """Return value → contiguous little-endian float64 1-D array, or for a
+    list of Python floats the very same bytes (see below)."""
+    if type(result) is list and all(type(x) is float for x in result):
+        # A list of exact floats (what most strategies return) is float64
+        # already: packed as it is, the bytes are those np.asarray would
+        # give (NaN payloads, signed zeros and infinities included), without
+        # numpy's conversion machinery, whose first use copies about thirty
+        # pages in a run forked from the zygote (issue 19).
+        return struct.pack("<%dd" % len(result), *result)
     if result is None:
         raise OutputError("returned None instead of a sequence of numbers")
     try:
@@ -110,7 +119,7 @@ def _run(chan, strat, prices, meta):
                                  "traceback": [], "phase": "run"})
         return
     host_s = time.perf_counter() - t0
-    chan.send(frames.OUTPUT, b'{"bars":%d,"host_s":%s}' % (int(arr.shape[0]), _seconds(host_s)), arr)
+    chan.send(frames.OUTPUT, b'{"bars":%d,"host_s":%s}' % (memoryview(arr).nbytes // 8, _seconds(host_s)), arr)
 
 
 _WARM_SOURCE = b"def simulate(prices, params):\n    p0 = prices[0]\n    return [p / p0 for p in prices]\n"
