@@ -20,9 +20,9 @@
  * cgroup v1) happen between runs. sbx_zygote_spawn returns 0 to it before
  * its confinement: the zygote's trusted code then calls sbx_zygote_confine
  * (running nothing else: no strategy exists in the process yet, and its
- * stdin is not even there), which waits for the run's box, limits and stdin and only then confines
- * it. Nothing returns to Python confined or not without the zygote
- * knowing: sbx_zygote_unconfined() says which.
+ * stdin is not even there), which waits for the run's box, limits and
+ * stdin and only then confines it. Nothing returns to Python confined or
+ * not without the zygote knowing: sbx_zygote_unconfined() says which.
  * Each run is a fresh copy of the pristine zygote: whatever a run changes
  * (modules, files it cannot write anyway, threads, signal handlers) dies
  * with it.
