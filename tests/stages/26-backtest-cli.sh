@@ -5,8 +5,9 @@
 # scrubbed tracebacks, syntax errors, exits, timeouts), the causality audit
 # (the original's momentum example fails, causal strategies pass), positions
 # strategies against an independent engine, 10k and 1M-bar series, and the
-# confined sandbox once it is available. Builds nothing: `make test` built
-# bin/ first.
+# confined sandbox once it is available; the host's wire constants
+# (test_host_wire.py) and what it sends back (test_host_output.py: packed
+# float64, frame metas, seeds). Builds nothing: `make test` built bin/ first.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PYTHON=${PYTHON:-/usr/bin/python3}
