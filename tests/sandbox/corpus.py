@@ -713,6 +713,30 @@ def main():
         if not fail and "zygote" not in rs[-1].get("warnings", ""):
             fail = "last run did not go through a (restarted) zygote: " + rs[-1].get("warnings", "")
         results.append(("zygote", "zygote_restart", fail is None, fail or "", 0))
+    # a run that hits its memory limit, then plain runs, on one helper: the
+    # later runs join the group the earlier one emptied (cgroup v1 recycles
+    # it, zygote_sup.c) and must start clean, with no OOM kill and no peak
+    # carried over from it
+    if not only or "recycled_group_starts_clean" in only:
+        bomb, plain = (os.path.join(tmpdir, "src", n) for n in ("recycle_bomb.py", "recycle_plain.py"))
+        with open(bomb, "w") as f:
+            f.write("held = [bytearray(1 << 20) for _ in range(400)]\n" + RET)
+        with open(plain, "w") as f:
+            f.write(RET)
+        menv = dict(env)
+        menv["AGENTTEST_SANDBOX_ZYGOTE"] = "1"
+        menv["AGENTTEST_SANDBOX_ZYGOTES"] = "1"
+        rs = run_drive(args.drive, [plain, bomb, plain, bomb, plain], menv,
+                       ["--prestart", "--mem=%d" % (200 << 20)])
+        fail = None
+        for i, r in enumerate(rs):
+            fail = fail or judge("recycle_%d" % i, r, {"ML"} if i % 2 else {"OK"}, None, lis)
+        for r in rs[2::2]:
+            if not fail and "warm child" not in r.get("warnings", ""):
+                fail = "did not run in a warm child: " + r.get("warnings", "")
+            if not fail and r.get("cg_mem", 0) >= 100 << 20:
+                fail = "peak carried over from the run before: %s bytes" % r.get("cg_mem")
+        results.append(("zygote", "recycled_group_starts_clean", fail is None, fail or "", 0))
     # cancellation (sbx_kill) ends a run that would sleep for a minute
     if not only or "cancel" in only:
         slp = os.path.join(tmpdir, "src", "cancel_me.py")
