@@ -82,7 +82,7 @@ def prefetch(st, minutes=1):
         if s["status"] in ("completed", "failed", "cancelled"):
             break
         time.sleep(0.2)
-    assert s["status"] == "completed", s
+    assert s["status"] == "completed", "prefetch %s: %s (%s)" % (s["status"], s.get("error"), s)
     d = st["user"].get("/datasets/" + s["dataset_version"])
     assert d.status == 200, d
     return d.json()["last_ts"]
