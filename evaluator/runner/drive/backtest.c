@@ -2,7 +2,9 @@
  * backtest: orchestration of one run (see backtest.h).
  *
  * Theory of operation: one strategy host for the full run, then one fresh
- * host per audit cut, each driven strictly request/response over protocol.h
+ * host per audit cut (two at a time when the request has a spare box and a
+ * zygote helper is idle to spare: bt_audit below), each driven strictly
+ * request/response over protocol.h
  * frames: READY ← ; LOAD → LOADED ← ; DATA → ; RUN → OUTPUT ← (the full
  * series; in an audit host one DATA + RUN per check, DATA holding only the
  * prices that check may see); BYE → ; then sbx_finish for the verdict. A
@@ -58,6 +60,7 @@ struct bt_ctx {
 	unsigned                 hosts;      /* hosts started so far */
 	double                   cpu_prev;   /* CPU seconds of the hosts already ended */
 	uint64_t                 mem_prev;   /* their peak cgroup memory */
+	int                      spare;      /* start in the spare box, only on a spare zygote */
 };
 
 static const char *const bt_kind_names[BT_KIND__MAX] = { "auto", "simulate", "positions" };
@@ -323,30 +326,6 @@ static int bt_load(struct bt_ctx *c);
 static void bt_stop(struct bt_ctx *c, int failed, int score);
 static void bt_settle(struct bt_ctx *c, int failed);
 
-/* Replace the host by a fresh one with the strategy loaded: nothing an
- * earlier call left in a process (module globals, caches, the prices it
- * was sent) reaches the next call. The ended host's verdict is settled
- * like the last one's and its CPU and memory are counted. 0 or -1. */
-static int bt_fresh(struct bt_ctx *c)
-{
-	struct bt_result *res = c->res;
-	const char *phase = c->phase;
-	if (c->started) {
-		bt_stop(c, 0, 0);
-		bt_settle(c, 0);
-		c->cpu_prev += res->verdict.cpu_seconds;
-		if (res->verdict.cg_mem_bytes > c->mem_prev)
-			c->mem_prev = res->verdict.cg_mem_bytes;
-		res->verdict.cpu_seconds = 0;
-		res->verdict.cg_mem_bytes = 0;
-	}
-	proto_conn_free(&c->conn);
-	if (res->err != EV_OK || bt_start(c) < 0 || bt_load(c) < 0)
-		return -1;
-	c->phase = phase;
-	return 0;
-}
-
 /* One audit call on prices[0..bars), the last one replaced by `last` unless
  * it is NaN, sent to the host as its data first (so it holds no other price
  * from then on). Output into out; 0 or -1 (failure recorded). */
@@ -464,6 +443,151 @@ size_t bt_audit_cuts(size_t n, uint64_t seed, size_t cuts[BT_MAX_CUTS])
 	return k;
 }
 
+/* The audit's shared state: which cuts are taken and done, the lowest
+ * failed one, and the CPU the run's ended hosts used (the budget of the
+ * next host). Guarded by mu. */
+struct bt_par {
+	struct bt_ctx  *c;                    /* the run; its full host has ended */
+	pthread_mutex_t mu;
+	int             state[BT_MAX_CUTS];   /* BT_CUT_TODO, _TAKEN, _DONE */
+	size_t          failed;               /* lowest failed cut index, or n_cuts */
+	double          cpu_used;
+	unsigned        hosts0;               /* the run's hosts before the audit */
+	struct bt_ctx   x[BT_MAX_CUTS];       /* each cut's own host context ... */
+	struct bt_result r[BT_MAX_CUTS];      /* ... and result */
+};
+
+enum { BT_CUT_TODO, BT_CUT_TAKEN, BT_CUT_DONE };
+
+/*
+ * One cut in its own fresh host (x, set up by bt_audit): start, load, the
+ * last-bar calls (simulate), the prefix call, the comparison with the full
+ * run, then the host's end and verdict. Failures land in x->res. Returns 0,
+ * or -2 when x is a spare and no zygote could be spared (nothing started,
+ * nothing recorded).
+ */
+static int bt_cut_run(struct bt_ctx *x, size_t cut)
+{
+	int rc = bt_start(x);
+	if (rc == -2)
+		return -2;
+	if (rc == 0 && bt_load(x) == 0) {
+		x->phase = "audit";
+		if (!(x->res->kind == BT_KIND_SIMULATE && cut >= 2 && bt_audit_last_bar(x, cut) < 0) &&
+		    bt_audit_call(x, cut, NAN, x->scratch) == 0) {
+			x->res->audit.runs++;
+			size_t d = bt_first_diff(x->scratch, x->raw, cut);
+			if (d < cut)
+				bt_audit_fail(x, "prefix", cut, d);
+		}
+	}
+	int failed = x->res->err != EV_OK || x->proto_fail != PROTO_OK;
+	if (x->started) {
+		bt_stop(x, failed, 0);
+		bt_settle(x, failed);
+	}
+	return 0;
+}
+
+/*
+ * Audit worker: take the next cut still to do (the main worker the lowest,
+ * the spare the highest), skipping cuts above one that failed, and run it.
+ * A spare that finds no zygote to spare gives its cut back and stops.
+ */
+static void bt_audit_work(struct bt_par *p, int spare)
+{
+	size_t n = p->c->res->audit.n_cuts;
+	for (;;) {
+		pthread_mutex_lock(&p->mu);
+		size_t i = n;
+		for (size_t k = 0; k < n; k++) {
+			size_t j = spare ? n - 1 - k : k;
+			if (j < p->failed && p->state[j] == BT_CUT_TODO) {
+				i = j;
+				break;
+			}
+		}
+		if (i < n) {
+			p->state[i] = BT_CUT_TAKEN;
+			p->x[i].cpu_prev = p->cpu_used;
+		}
+		pthread_mutex_unlock(&p->mu);
+		if (i == n)
+			return;
+		p->x[i].spare = spare;
+		int rc = bt_cut_run(&p->x[i], p->c->res->audit.cuts[i]);
+		pthread_mutex_lock(&p->mu);
+		if (rc == -2) {
+			p->state[i] = BT_CUT_TODO;
+		} else {
+			p->state[i] = BT_CUT_DONE;
+			p->cpu_used += p->r[i].verdict.cpu_seconds;
+			if (i < p->failed && p->r[i].err != EV_OK)
+				p->failed = i;
+		}
+		pthread_mutex_unlock(&p->mu);
+		if (rc == -2)
+			return;
+	}
+}
+
+/* Thread body of the spare audit worker. */
+static void *bt_audit_spare(void *arg)
+{
+	bt_audit_work(arg, 1);
+	return NULL;
+}
+
+/* Fold the cuts' results into the run's, as if the cuts had run in order
+ * and stopped at the first failure: that cut's error, check and log tail;
+ * the calls of the cuts up to it; the CPU and peak memory of every host
+ * that ran. The run's verdict becomes that of its deciding host (the
+ * failed cut, else the last), its CPU and memory counted in cpu_prev and
+ * mem_prev as bt_finish expects. */
+static void bt_audit_merge(struct bt_par *p)
+{
+	struct bt_ctx *c = p->c;
+	struct bt_result *res = c->res;
+	struct bt_audit *a = &res->audit;
+	size_t n = a->n_cuts, last = n;
+	for (size_t i = 0; i < n; i++) {
+		struct bt_result *r = &p->r[i];
+		if (p->state[i] != BT_CUT_DONE)
+			continue;
+		last = i <= p->failed ? i : last;
+		c->cpu_prev += r->verdict.cpu_seconds;
+		if (r->verdict.cg_mem_bytes > c->mem_prev)
+			c->mem_prev = r->verdict.cg_mem_bytes;
+		res->timing.host_s += r->timing.host_s;
+		if (i <= p->failed)
+			a->runs += r->audit.runs;
+		c->hosts += p->x[i].hosts - p->hosts0;
+	}
+	if (last < n) {
+		struct bt_result *r = &p->r[last];
+		res->verdict = r->verdict;
+		res->verdict.cpu_seconds = 0;
+		res->verdict.cg_mem_bytes = 0;
+		memcpy(res->log_tail, r->log_tail, sizeof res->log_tail);
+	}
+	if (p->failed < n && res->err == EV_OK) {
+		struct bt_result *r = &p->r[p->failed];
+		res->err = r->err;
+		memcpy(res->detail, r->detail, sizeof res->detail);
+		json_object_put(res->extra);
+		res->extra = r->extra;
+		r->extra = NULL;
+		if (r->audit.check[0]) {
+			a->fail_cut = r->audit.fail_cut;
+			a->first_diff = r->audit.first_diff;
+			memcpy(a->check, r->audit.check, sizeof a->check);
+		}
+	}
+	double cpu = c->rq->sbx.limits.cpu_seconds > 0 ? c->rq->sbx.limits.cpu_seconds : BT_DEFAULT_CPU_S;
+	if (c->cpu_prev > cpu)
+		bt_fail(c, EV_TIMEOUT, "CPU time limit exceeded during audit");
+}
+
 /*
  * The causality audit over the cut points. Every cut has its own fresh host
  * that never receives a price at or after the cut, so no audit call can
@@ -473,6 +597,16 @@ size_t bt_audit_cuts(size_t n, uint64_t seed, size_t cuts[BT_MAX_CUTS])
  * remember is only what an earlier call of its cut was allowed to see, and
  * never the price it is checked against. One host per cut rather than per
  * call keeps the audit's cost at 6 host starts (a zygote fork and a LOAD).
+ *
+ * With a spare box, a second worker thread takes cuts from the other end
+ * in a host of that box (its own uid, cgroup and limits) while a zygote
+ * helper is idle to spare, so a lone run uses the machine's second core;
+ * a busy machine runs the cuts one after the other as before. The full
+ * run's host ends first and its verdict is settled before any cut counts.
+ * Each cut host is given what the hosts ended so far left of the CPU
+ * limit, and the run fails with a timeout when all hosts together used
+ * more. The outcome does not depend on the interleaving: the error is the
+ * first failing cut's in cut order, and cuts after it count no calls.
  */
 static void bt_audit(struct bt_ctx *c)
 {
@@ -481,37 +615,62 @@ static void bt_audit(struct bt_ctx *c)
 	a->performed = 1;
 	a->passed = 1;
 	a->n_cuts = bt_audit_cuts(c->rq->n, c->rq->audit_seed, a->cuts);
-	c->phase = "audit";
-	c->scratch = xcalloc(c->rq->n, sizeof *c->scratch);
-	c->pscratch = xcalloc(c->rq->n, sizeof *c->pscratch);
-	for (size_t i = 0; i < a->n_cuts && c->res->err == EV_OK && c->proto_fail == PROTO_OK; i++) {
-		size_t cut = a->cuts[i];
-		if (bt_fresh(c) < 0)
-			break;
-		if (c->res->kind == BT_KIND_SIMULATE && cut >= 2 && bt_audit_last_bar(c, cut) < 0)
-			break;
-		if (bt_audit_call(c, cut, NAN, c->scratch) < 0)
-			break;
-		a->runs++;
-		size_t d = bt_first_diff(c->scratch, c->raw, cut);
-		if (d < cut) {
-			bt_audit_fail(c, "prefix", cut, d);
-			break;
-		}
+	struct bt_par *p = xcalloc(1, sizeof *p);
+	p->c = c;
+	p->failed = a->n_cuts;
+	p->hosts0 = c->hosts;
+	pthread_mutex_init(&p->mu, NULL);
+	for (size_t i = 0; i < a->n_cuts; i++) {
+		struct bt_ctx *x = &p->x[i];
+		*x = (struct bt_ctx){ .rq = c->rq, .res = &p->r[i], .phase = "audit", .raw = c->raw,
+		                      .t0 = c->t0, .hosts = c->hosts };
+		p->r[i].kind = c->res->kind;
+		p->r[i].n = c->rq->n;
+		x->scratch = xcalloc(c->rq->n, sizeof *x->scratch);
+		x->pscratch = xcalloc(c->rq->n, sizeof *x->pscratch);
 	}
+	/* the full run's host ends before any cut counts: its verdict can
+	 * still fail the run */
+	bt_stop(c, 0, 0);
+	bt_settle(c, 0);
+	p->cpu_used = c->cpu_prev = c->res->verdict.cpu_seconds;
+	c->mem_prev = c->res->verdict.cg_mem_bytes;
+	c->res->verdict.cpu_seconds = 0;
+	c->res->verdict.cg_mem_bytes = 0;
+	if (c->res->err == EV_OK) {
+		pthread_t th;
+		int spare = c->rq->spare_box_id != 0 && a->n_cuts > 1 &&
+		            pthread_create(&th, NULL, bt_audit_spare, p) == 0;
+		bt_audit_work(p, 0);
+		if (spare)
+			pthread_join(th, NULL);
+		bt_audit_merge(p);
+	}
+	for (size_t i = 0; i < a->n_cuts; i++) {
+		proto_conn_free(&p->x[i].conn);
+		buf_free(&p->x[i].meta);
+		free(p->x[i].scratch);
+		free(p->x[i].pscratch);
+		json_object_put(p->r[i].extra);
+	}
+	pthread_mutex_destroy(&p->mu);
+	free(p);
 	if (c->res->err != EV_OK || c->proto_fail != PROTO_OK)
 		a->passed = 0;
 	c->res->timing.audit_s = proto_now() - t0;
 }
 
 /* Start a host and read READY. The first one gets the run's limits; a
- * later one (the audit's fresh hosts) what the earlier ones left of the
- * run's CPU and wall budgets, so the audit cannot multiply them. 0 or -1. */
+ * later one (the audit's fresh hosts) what the ended ones left of the
+ * run's CPU and wall budgets (bt_audit_merge checks the total). 0, -1, or
+ * -2 for a spare context with no zygote to spare (nothing recorded). */
 static int bt_start(struct bt_ctx *c)
 {
 	struct sbx_spec spec = c->rq->sbx;
 	struct sbx_limits *l = &spec.limits;
 	spec.zygote = sbx_zygote_for_code(c->rq->code, c->rq->code_len);
+	if (c->spare)
+		spec.box_id = c->rq->spare_box_id;
 	if (l->output_bytes == 0) {
 		/* the full run, every audit call, and room for logs */
 		uint64_t per = (uint64_t)c->rq->n * 8;
@@ -531,14 +690,16 @@ static int bt_start(struct bt_ctx *c)
 		l->wall_seconds = c->t0 + wall - now;
 	}
 	char err[256];
-	if (sbx_start(&spec, &c->run, err, sizeof err) < 0) {
+	if (c->spare && sbx_start_spare(&spec, &c->run, err, sizeof err) < 0)
+		return -2;
+	if (!c->spare && sbx_start(&spec, &c->run, err, sizeof err) < 0) {
 		bt_fail(c, EV_INTERNAL, "cannot start the strategy host: %s", err);
 		return -1;
 	}
 	c->started = 1;
 	c->hosts++;
 	if (c->rq->on_host)
-		c->rq->on_host(c->rq->on_host_arg, &c->run);
+		c->rq->on_host(c->rq->on_host_arg, &c->run, 1);
 	proto_conn_init(&c->conn, c->run.to_host, c->run.from_host, c->run.log_fd, deadline);
 	const char *phase = c->phase;
 	c->phase = "start";
@@ -691,12 +852,14 @@ static void bt_stop(struct bt_ctx *c, int failed, int score)
 		if (threaded)
 			pthread_join(th, NULL);
 	} else {
+		double t_bye = proto_now();
 		bt_wait_eof(c);
+		res->timing.shutdown_s = proto_now() - t_bye;
 	}
 	/* the host's last words (its stderr) before the pipes go */
 	proto_drain_log(&c->conn, failed ? 0.5 : 2.0);
 	if (c->rq->on_host)
-		c->rq->on_host(c->rq->on_host_arg, NULL);
+		c->rq->on_host(c->rq->on_host_arg, &c->run, 0);
 	if (sbx_finish(&c->run, &res->verdict) < 0)
 		res->verdict.status = SBX_XX;
 	c->started = 0;
@@ -762,6 +925,8 @@ static void bt_finish(struct bt_ctx *c)
 	if (c->started) {
 		bt_stop(c, failed, !failed);
 		bt_settle(c, failed);
+	} else if (!failed) {
+		bt_score_thread(c); /* audited: every host has ended */
 	}
 	res->verdict.cpu_seconds += c->cpu_prev;
 	if (c->mem_prev > res->verdict.cg_mem_bytes)
