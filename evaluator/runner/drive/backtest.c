@@ -543,7 +543,8 @@ static void *bt_audit_spare(void *arg)
  * the calls of the cuts up to it; the CPU and peak memory of every host
  * that ran. The run's verdict becomes that of its deciding host (the
  * failed cut, else the last), its CPU and memory counted in cpu_prev and
- * mem_prev as bt_finish expects. */
+ * mem_prev as bt_finish expects. After a failed full run only the
+ * resources are added. */
 static void bt_audit_merge(struct bt_par *p)
 {
 	struct bt_ctx *c = p->c;
@@ -563,6 +564,10 @@ static void bt_audit_merge(struct bt_par *p)
 			a->runs += r->audit.runs;
 		c->hosts += p->x[i].hosts - p->hosts0;
 	}
+	/* the full run's host failed the run: its error and verdict stand, a
+	 * cut that the spare had started counts only its resources */
+	if (res->err != EV_OK)
+		return;
 	if (last < n) {
 		struct bt_result *r = &p->r[last];
 		res->verdict = r->verdict;
@@ -629,23 +634,27 @@ static void bt_audit(struct bt_ctx *c)
 		x->scratch = xcalloc(c->rq->n, sizeof *x->scratch);
 		x->pscratch = xcalloc(c->rq->n, sizeof *x->pscratch);
 	}
-	/* the full run's host ends before any cut counts: its verdict can
-	 * still fail the run */
+	/* the spare worker starts its first cut while the full run's host
+	 * exits; that host's verdict can still fail the run, and then no
+	 * further cut starts and none counts */
+	pthread_t th;
+	int spare = c->rq->spare_box_id != 0 && a->n_cuts > 1 && pthread_create(&th, NULL, bt_audit_spare, p) == 0;
 	bt_stop(c, 0, 0);
 	bt_settle(c, 0);
-	p->cpu_used = c->cpu_prev = c->res->verdict.cpu_seconds;
+	pthread_mutex_lock(&p->mu);
+	p->cpu_used += c->res->verdict.cpu_seconds;
+	if (c->res->err != EV_OK)
+		p->failed = 0;
+	pthread_mutex_unlock(&p->mu);
+	c->cpu_prev = c->res->verdict.cpu_seconds;
 	c->mem_prev = c->res->verdict.cg_mem_bytes;
 	c->res->verdict.cpu_seconds = 0;
 	c->res->verdict.cg_mem_bytes = 0;
-	if (c->res->err == EV_OK) {
-		pthread_t th;
-		int spare = c->rq->spare_box_id != 0 && a->n_cuts > 1 &&
-		            pthread_create(&th, NULL, bt_audit_spare, p) == 0;
+	if (c->res->err == EV_OK)
 		bt_audit_work(p, 0);
-		if (spare)
-			pthread_join(th, NULL);
-		bt_audit_merge(p);
-	}
+	if (spare)
+		pthread_join(th, NULL);
+	bt_audit_merge(p);
 	for (size_t i = 0; i < a->n_cuts; i++) {
 		proto_conn_free(&p->x[i].conn);
 		buf_free(&p->x[i].meta);
