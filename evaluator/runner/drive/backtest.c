@@ -447,7 +447,7 @@ size_t bt_audit_cuts(size_t n, uint64_t seed, size_t cuts[BT_MAX_CUTS])
  * failed one, and the CPU the run's ended hosts used (the budget of the
  * next host). Guarded by mu. */
 struct bt_par {
-	struct bt_ctx  *c;                    /* the run; its full host has ended */
+	struct bt_ctx  *c;                    /* the run (its full host ending or ended) */
 	pthread_mutex_t mu;
 	int             state[BT_MAX_CUTS];   /* BT_CUT_TODO, _TAKEN, _DONE */
 	size_t          failed;               /* lowest failed cut index, or n_cuts */
@@ -606,9 +606,10 @@ static void bt_audit_merge(struct bt_par *p)
  * With a spare box, a second worker thread takes cuts from the other end
  * in a host of that box (its own uid, cgroup and limits) while a zygote
  * helper is idle to spare, so a lone run uses the machine's second core;
- * a busy machine runs the cuts one after the other as before. The full
- * run's host ends first and its verdict is settled before any cut counts.
- * Each cut host is given what the hosts ended so far left of the CPU
+ * a busy machine runs the cuts one after the other as before. The spare
+ * starts while the full run's host exits; that host's verdict is settled
+ * before the slot's own worker starts, and if it fails the run no further
+ * cut starts and none counts. Each cut host is given what the hosts ended so far left of the CPU
  * limit, and the run fails with a timeout when all hosts together used
  * more. The outcome does not depend on the interleaving: the error is the
  * first failing cut's in cut order, and cuts after it count no calls.
