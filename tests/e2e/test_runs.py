@@ -225,6 +225,26 @@ def test_audit_failure_is_the_first_failing_cut_whatever_ends_first(alice):
         assert "at bar 0 " in run["error"]["message"], run["error"]
 
 
+def test_a_failing_full_run_stops_the_cut_host_started_beside_it(alice):
+    # the second worker starts its first cut's host while the full run runs;
+    # when the full run fails, that host stops and the full run's error is
+    # the run's, with no audit
+    code = ("import time\n"
+            "def positions(prices, params):\n"
+            "    if len(prices) == 5:\n"
+            "        time.sleep(0.5)\n"
+            "        raise ValueError('the full run fails')\n"
+            "    return [1.0] * len(prices)\n")
+    vid = submit(alice, code, "full-fails")
+    for _ in range(2):
+        run = alice.run(vid, dataset_version="v1")
+        assert run["status"] == "failed", run
+        assert run["error"]["code"] == "strategy_error", run["error"]
+        assert "the full run fails" in run["error"]["message"], run["error"]
+        assert run["audit"]["report"]["performed"] is False, run["audit"]
+        assert run["runtime_s"] < 5, run["runtime_s"]
+
+
 def test_cancel_during_the_audit_kills_both_cut_hosts(alice):
     # the full run answers at once, every cut sleeps 30 s, two at a time:
     # a cancel must reach both hosts, not only the one registered last

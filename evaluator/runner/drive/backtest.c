@@ -447,8 +447,14 @@ size_t bt_audit_cuts(size_t n, uint64_t seed, size_t cuts[BT_MAX_CUTS])
  * failed one, and the CPU the run's ended hosts used (the budget of the
  * next host). Guarded by mu. */
 struct bt_par {
-	struct bt_ctx  *c;                    /* the run (its full host ending or ended) */
+	struct bt_ctx  *c;                    /* the run */
 	pthread_mutex_t mu;
+	pthread_cond_t  cv;                   /* full changed */
+	int             full;                 /* the full run: 0 running, 1 scored, -1 failed */
+	pthread_t       th;                   /* the spare worker ... */
+	int             spare;                /* ... when started */
+	size_t          n;                    /* cuts */
+	size_t          cuts[BT_MAX_CUTS];
 	int             state[BT_MAX_CUTS];   /* BT_CUT_TODO, _TAKEN, _DONE */
 	size_t          failed;               /* lowest failed cut index, or n_cuts */
 	double          cpu_used;
@@ -460,18 +466,30 @@ struct bt_par {
 enum { BT_CUT_TODO, BT_CUT_TAKEN, BT_CUT_DONE };
 
 /*
- * One cut in its own fresh host (x, set up by bt_audit): start, load, the
- * last-bar calls (simulate), the prefix call, the comparison with the full
- * run, then the host's end and verdict. Failures land in x->res. Returns 0,
- * or -2 when x is a spare and no zygote could be spared (nothing started,
- * nothing recorded).
+ * One cut in its own fresh host (x, set up by bt_par_new): start, load,
+ * then (once the full run has its output: the spare's first cut may start
+ * and load while the full run is still running) the last-bar calls
+ * (simulate), the prefix call, the comparison with the full run, then the
+ * host's end and verdict. Failures land in x->res. Returns 0; -2 when x is
+ * a spare and no zygote could be spared (nothing started, nothing
+ * recorded); -3 when the full run failed meanwhile (the host is killed,
+ * nothing but its resources counts).
  */
-static int bt_cut_run(struct bt_ctx *x, size_t cut)
+static int bt_cut_run(struct bt_par *p, struct bt_ctx *x, size_t cut)
 {
 	int rc = bt_start(x);
 	if (rc == -2)
 		return -2;
 	if (rc == 0 && bt_load(x) == 0) {
+		pthread_mutex_lock(&p->mu);
+		while (p->full == 0)
+			pthread_cond_wait(&p->cv, &p->mu);
+		int go = p->full > 0;
+		pthread_mutex_unlock(&p->mu);
+		if (!go) {
+			bt_stop(x, 1, 0);
+			return -3;
+		}
 		x->phase = "audit";
 		if (!(x->res->kind == BT_KIND_SIMULATE && cut >= 2 && bt_audit_last_bar(x, cut) < 0) &&
 		    bt_audit_call(x, cut, NAN, x->scratch) == 0) {
@@ -496,7 +514,7 @@ static int bt_cut_run(struct bt_ctx *x, size_t cut)
  */
 static void bt_audit_work(struct bt_par *p, int spare)
 {
-	size_t n = p->c->res->audit.n_cuts;
+	size_t n = p->n;
 	for (;;) {
 		pthread_mutex_lock(&p->mu);
 		size_t i = n;
@@ -515,10 +533,13 @@ static void bt_audit_work(struct bt_par *p, int spare)
 		if (i == n)
 			return;
 		p->x[i].spare = spare;
-		int rc = bt_cut_run(&p->x[i], p->c->res->audit.cuts[i]);
+		int rc = bt_cut_run(p, &p->x[i], p->cuts[i]);
 		pthread_mutex_lock(&p->mu);
 		if (rc == -2) {
 			p->state[i] = BT_CUT_TODO;
+		} else if (rc == -3) {
+			p->state[i] = BT_CUT_DONE;
+			p->failed = 0;
 		} else {
 			p->state[i] = BT_CUT_DONE;
 			p->cpu_used += p->r[i].verdict.cpu_seconds;
@@ -543,14 +564,14 @@ static void *bt_audit_spare(void *arg)
  * the calls of the cuts up to it; the CPU and peak memory of every host
  * that ran. The run's verdict becomes that of its deciding host (the
  * failed cut, else the last), its CPU and memory counted in cpu_prev and
- * mem_prev as bt_finish expects. After a failed full run only the
- * resources are added. */
-static void bt_audit_merge(struct bt_par *p)
+ * mem_prev as bt_finish expects. Without `decide` (the full run failed)
+ * only the resources are added. */
+static void bt_audit_merge(struct bt_par *p, int decide)
 {
 	struct bt_ctx *c = p->c;
 	struct bt_result *res = c->res;
 	struct bt_audit *a = &res->audit;
-	size_t n = a->n_cuts, last = n;
+	size_t n = p->n, last = n;
 	for (size_t i = 0; i < n; i++) {
 		struct bt_result *r = &p->r[i];
 		if (p->state[i] != BT_CUT_DONE)
@@ -564,9 +585,9 @@ static void bt_audit_merge(struct bt_par *p)
 			a->runs += r->audit.runs;
 		c->hosts += p->x[i].hosts - p->hosts0;
 	}
-	/* the full run's host failed the run: its error and verdict stand, a
-	 * cut that the spare had started counts only its resources */
-	if (res->err != EV_OK)
+	/* the full run failed: its error and verdict stand, a cut that the
+	 * spare had started counts only its resources */
+	if (!decide || res->err != EV_OK)
 		return;
 	if (last < n) {
 		struct bt_result *r = &p->r[last];
@@ -614,32 +635,92 @@ static void bt_audit_merge(struct bt_par *p)
  * more. The outcome does not depend on the interleaving: the error is the
  * first failing cut's in cut order, and cuts after it count no calls.
  */
-static void bt_audit(struct bt_ctx *c)
+/* The audit's state for run c, whose first host has loaded the code (its
+ * kind is known): the cuts and one context per cut. */
+static struct bt_par *bt_par_new(struct bt_ctx *c)
 {
-	struct bt_audit *a = &c->res->audit;
-	double t0 = proto_now();
-	a->performed = 1;
-	a->passed = 1;
-	a->n_cuts = bt_audit_cuts(c->rq->n, c->rq->audit_seed, a->cuts);
 	struct bt_par *p = xcalloc(1, sizeof *p);
 	p->c = c;
-	p->failed = a->n_cuts;
+	p->n = bt_audit_cuts(c->rq->n, c->rq->audit_seed, p->cuts);
+	p->failed = p->n;
 	p->hosts0 = c->hosts;
 	pthread_mutex_init(&p->mu, NULL);
-	for (size_t i = 0; i < a->n_cuts; i++) {
+	pthread_cond_init(&p->cv, NULL);
+	for (size_t i = 0; i < p->n; i++) {
 		struct bt_ctx *x = &p->x[i];
-		*x = (struct bt_ctx){ .rq = c->rq, .res = &p->r[i], .phase = "audit", .raw = c->raw,
-		                      .t0 = c->t0, .hosts = c->hosts };
+		*x = (struct bt_ctx){ .rq = c->rq, .res = &p->r[i], .phase = "audit", .t0 = c->t0, .hosts = c->hosts };
 		p->r[i].kind = c->res->kind;
 		p->r[i].n = c->rq->n;
 		x->scratch = xcalloc(c->rq->n, sizeof *x->scratch);
 		x->pscratch = xcalloc(c->rq->n, sizeof *x->pscratch);
 	}
-	/* the spare worker starts its first cut while the full run's host
-	 * exits; that host's verdict can still fail the run, and then no
-	 * further cut starts and none counts */
-	pthread_t th;
-	int spare = c->rq->spare_box_id != 0 && a->n_cuts > 1 && pthread_create(&th, NULL, bt_audit_spare, p) == 0;
+	/* with a spare box, the second worker starts its first cut's host now,
+	 * alongside the full run: its fork and load need no price */
+	p->spare = c->rq->spare_box_id != 0 && p->n > 1 && pthread_create(&p->th, NULL, bt_audit_spare, p) == 0;
+	return p;
+}
+
+/* The full run is over: scored (ok) or failed. Cut hosts waiting for its
+ * output go on, or stop. */
+static void bt_par_full_done(struct bt_par *p, int ok)
+{
+	pthread_mutex_lock(&p->mu);
+	p->full = ok ? 1 : -1;
+	if (!ok)
+		p->failed = 0;
+	for (size_t i = 0; i < p->n; i++)
+		p->x[i].raw = p->c->raw;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* Free p (its spare worker joined). */
+static void bt_par_free(struct bt_par *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		proto_conn_free(&p->x[i].conn);
+		buf_free(&p->x[i].meta);
+		free(p->x[i].scratch);
+		free(p->x[i].pscratch);
+		json_object_put(p->r[i].extra);
+	}
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->mu);
+	free(p);
+}
+
+/*
+ * The causality audit over the cut points, once the full run is scored. Every cut has its own fresh host
+ * that never receives a price at or after the cut, so no audit call can
+ * replay what the full run (or another cut) saw. Within a cut, the
+ * simulate last-bar calls (fake last prices) come first and the prefix
+ * call, the only one with the real last price, last: what a call can
+ * remember is only what an earlier call of its cut was allowed to see, and
+ * never the price it is checked against. One host per cut rather than per
+ * call keeps the audit's cost at 6 host starts (a zygote fork and a LOAD).
+ *
+ * With a spare box, a second worker thread takes cuts from the other end
+ * in a host of that box (its own uid, cgroup and limits) while a zygote
+ * helper is idle to spare, so a lone run uses the machine's second core;
+ * a busy machine runs the cuts one after the other as before. The spare's
+ * first host starts and loads while the full run runs (bt_par_new) and
+ * gets its prices once the full run is scored; the full run's host exits
+ * meanwhile, and its verdict is settled before the slot's own worker
+ * starts: if it fails the run, no further cut starts and none counts. Each
+ * cut host is given what the hosts ended so far left of the CPU limit, and
+ * the run fails with a timeout when all hosts together used more. The
+ * outcome does not depend on the interleaving: the error is the first
+ * failing cut's in cut order, and cuts after it count no calls.
+ */
+static void bt_audit(struct bt_ctx *c, struct bt_par *p)
+{
+	struct bt_audit *a = &c->res->audit;
+	double t0 = proto_now();
+	a->performed = 1;
+	a->passed = 1;
+	a->n_cuts = p->n;
+	memcpy(a->cuts, p->cuts, sizeof a->cuts);
+	bt_par_full_done(p, 1);
 	bt_stop(c, 0, 0);
 	bt_settle(c, 0);
 	pthread_mutex_lock(&p->mu);
@@ -653,18 +734,9 @@ static void bt_audit(struct bt_ctx *c)
 	c->res->verdict.cg_mem_bytes = 0;
 	if (c->res->err == EV_OK)
 		bt_audit_work(p, 0);
-	if (spare)
-		pthread_join(th, NULL);
-	bt_audit_merge(p);
-	for (size_t i = 0; i < a->n_cuts; i++) {
-		proto_conn_free(&p->x[i].conn);
-		buf_free(&p->x[i].meta);
-		free(p->x[i].scratch);
-		free(p->x[i].pscratch);
-		json_object_put(p->r[i].extra);
-	}
-	pthread_mutex_destroy(&p->mu);
-	free(p);
+	if (p->spare)
+		pthread_join(p->th, NULL);
+	bt_audit_merge(p, 1);
 	if (c->res->err != EV_OK || c->proto_fail != PROTO_OK)
 		a->passed = 0;
 	c->res->timing.audit_s = proto_now() - t0;
@@ -970,8 +1042,22 @@ enum ev_err bt_run(const struct bt_request *rq, struct bt_result *res)
 	res->n = rq->n;
 	struct bt_ctx c = { .rq = rq, .res = res, .phase = "start" };
 	c.t0 = t0;
-	if (bt_validate(&c) == 0 && bt_start(&c) == 0 && bt_load(&c) == 0 && bt_full(&c) == 0 && rq->audit)
-		bt_audit(&c);
+	if (bt_validate(&c) == 0 && bt_start(&c) == 0 && bt_load(&c) == 0) {
+		struct bt_par *p = rq->audit ? bt_par_new(&c) : NULL;
+		int ok = bt_full(&c) == 0;
+		if (p && ok) {
+			bt_audit(&c, p);
+		} else if (p) {
+			/* no audit: a cut host the spare started is stopped and only
+			 * its resources count */
+			bt_par_full_done(p, 0);
+			if (p->spare)
+				pthread_join(p->th, NULL);
+			bt_audit_merge(p, 0);
+		}
+		if (p)
+			bt_par_free(p);
+	}
 	bt_finish(&c);
 	proto_conn_free(&c.conn);
 	buf_free(&c.meta);
