@@ -507,24 +507,39 @@ static int bt_cut_run(struct bt_par *p, struct bt_ctx *x, size_t cut)
 	return 0;
 }
 
+/* The next cut to take (from the low end, or the high end for the spare),
+ * n if none; *pending: a cut the spare holds may still be given back.
+ * Caller holds p->mu. */
+static size_t bt_audit_next(const struct bt_par *p, int spare, int *pending)
+{
+	size_t n = p->n;
+	*pending = 0;
+	for (size_t k = 0; k < n; k++) {
+		size_t j = spare ? n - 1 - k : k;
+		if (j < p->failed && p->state[j] == BT_CUT_TODO)
+			return j;
+		if (j < p->failed && p->state[j] == BT_CUT_TAKEN)
+			*pending = 1;
+	}
+	return n;
+}
+
 /*
  * Audit worker: take the next cut still to do (the main worker the lowest,
  * the spare the highest), skipping cuts above one that failed, and run it.
- * A spare that finds no zygote to spare gives its cut back and stops.
+ * A spare that finds no zygote to spare gives its cut back and stops; the
+ * main worker therefore ends only when no cut is left that the spare
+ * could still give back.
  */
 static void bt_audit_work(struct bt_par *p, int spare)
 {
 	size_t n = p->n;
 	for (;;) {
 		pthread_mutex_lock(&p->mu);
-		size_t i = n;
-		for (size_t k = 0; k < n; k++) {
-			size_t j = spare ? n - 1 - k : k;
-			if (j < p->failed && p->state[j] == BT_CUT_TODO) {
-				i = j;
-				break;
-			}
-		}
+		int pending;
+		size_t i;
+		while ((i = bt_audit_next(p, spare, &pending)) == n && pending && !spare)
+			pthread_cond_wait(&p->cv, &p->mu);
 		if (i < n) {
 			p->state[i] = BT_CUT_TAKEN;
 			p->x[i].cpu_prev = p->cpu_used;
@@ -546,6 +561,7 @@ static void bt_audit_work(struct bt_par *p, int spare)
 			if (i < p->failed && p->r[i].err != EV_OK)
 				p->failed = i;
 		}
+		pthread_cond_broadcast(&p->cv);
 		pthread_mutex_unlock(&p->mu);
 		if (rc == -2)
 			return;
