@@ -605,6 +605,12 @@ static void bt_audit_merge(struct bt_par *p, int decide)
 	 * spare had started counts only its resources */
 	if (!decide || res->err != EV_OK)
 		return;
+	for (size_t i = 0; i < p->failed && i < n; i++)
+		if (p->state[i] != BT_CUT_DONE) {
+			/* never a pass with a cut missing */
+			bt_fail(c, EV_INTERNAL, "audit cut %zu did not run", p->cuts[i]);
+			return;
+		}
 	if (last < n) {
 		struct bt_result *r = &p->r[last];
 		res->verdict = r->verdict;
