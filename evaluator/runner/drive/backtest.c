@@ -61,7 +61,15 @@ struct bt_ctx {
 	double                   cpu_prev;   /* CPU seconds of the hosts already ended */
 	uint64_t                 mem_prev;   /* their peak cgroup memory */
 	int                      spare;      /* start in the spare box, only on a spare zygote */
+	int                      want_code;  /* LOAD asks for the compiled code (COMPILED) */
+	struct buf               compiled;   /* then: the source, then that code (marshal) */
+	const struct buf        *given;      /* a cut's LOAD sends this instead of the source */
 };
+
+/* COMPILED bodies accepted: generous for any source within BT_MAX_CODE
+ * (the marshalled code of a source is a few times its size), and a bound
+ * on what a host can make the runner hold. */
+#define BT_COMPILED_MAX(code_len) (16 * (code_len) + (1u << 20))
 
 static const char *const bt_kind_names[BT_KIND__MAX] = { "auto", "simulate", "positions" };
 
@@ -670,7 +678,8 @@ static struct bt_par *bt_par_new(struct bt_ctx *c)
 	pthread_cond_init(&p->cv, NULL);
 	for (size_t i = 0; i < p->n; i++) {
 		struct bt_ctx *x = &p->x[i];
-		*x = (struct bt_ctx){ .rq = c->rq, .res = &p->r[i], .phase = "audit", .t0 = c->t0, .hosts = c->hosts };
+		*x = (struct bt_ctx){ .rq = c->rq, .res = &p->r[i], .phase = "audit", .t0 = c->t0, .hosts = c->hosts,
+		                      .given = c->compiled.len > c->rq->code_len ? &c->compiled : NULL };
 		p->r[i].kind = c->res->kind;
 		p->r[i].n = c->rq->n;
 		x->scratch = xcalloc(c->rq->n, sizeof *x->scratch);
@@ -828,11 +837,32 @@ static int bt_start(struct bt_ctx *c)
 static int bt_load(struct bt_ctx *c)
 {
 	c->phase = "load";
-	char meta[96];
-	snprintf(meta, sizeof meta, "{\"kind\":\"%s\",\"filename\":\"strategy.py\"}", bt_kind_name(c->rq->kind));
-	if (bt_send(c, PROTO_LOAD, meta, c->rq->code, c->rq->code_len) < 0)
+	char meta[160];
+	const struct buf *g = c->given;
+	snprintf(meta, sizeof meta, "{\"kind\":\"%s\",\"filename\":\"strategy.py\"%s", bt_kind_name(c->rq->kind),
+		 c->want_code ? ",\"want_code\":true" : "");
+	if (g)
+		snprintf(meta + strlen(meta), sizeof meta - strlen(meta), ",\"code_len\":%zu", c->rq->code_len);
+	strcat(meta, "}");
+	if (bt_send(c, PROTO_LOAD, meta, g ? g->data : c->rq->code, g ? g->len : c->rq->code_len) < 0)
 		return -1;
 	struct proto_hdr h;
+	if (c->want_code) {
+		/* the code the host compiled, sent before any of it ran: the
+		 * source, then the marshalled code, for the audit's hosts */
+		uint32_t cap = (uint32_t)BT_COMPILED_MAX(c->rq->code_len);
+		buf_reset(&c->compiled);
+		buf_reserve(&c->compiled, c->rq->code_len + cap);
+		buf_append(&c->compiled, c->rq->code, c->rq->code_len);
+		if (bt_reply(c, PROTO_COMPILED, &h, c->compiled.data + c->compiled.len, cap) < 0)
+			return -1;
+		c->compiled.len += h.body_len;
+		c->compiled.data[c->compiled.len] = '\0';
+		if (h.body_len == 0) {
+			bt_proto_fail(c, PROTO_MALFORMED, PROTO_COMPILED);
+			return -1;
+		}
+	}
 	if (bt_reply(c, PROTO_LOADED, &h, NULL, 0) < 0)
 		return -1;
 	json_object *m = bt_meta_obj(c);
@@ -1064,6 +1094,10 @@ enum ev_err bt_run(const struct bt_request *rq, struct bt_result *res)
 	res->n = rq->n;
 	struct bt_ctx c = { .rq = rq, .res = res, .phase = "start" };
 	c.t0 = t0;
+	size_t cuts[BT_MAX_CUTS];
+	/* an audited run's first host sends back its compiled code, which the
+	 * cut hosts load instead of compiling the source again */
+	c.want_code = rq->audit && bt_audit_cuts(rq->n, rq->audit_seed, cuts) > 0;
 	if (bt_validate(&c) == 0 && bt_start(&c) == 0 && bt_load(&c) == 0) {
 		struct bt_par *p = rq->audit ? bt_par_new(&c) : NULL;
 		int ok = bt_full(&c) == 0;
@@ -1083,6 +1117,7 @@ enum ev_err bt_run(const struct bt_request *rq, struct bt_result *res)
 	bt_finish(&c);
 	proto_conn_free(&c.conn);
 	buf_free(&c.meta);
+	buf_free(&c.compiled);
 	if (c.raw != res->equity)
 		free(c.raw);
 	free(c.scratch);
