@@ -193,11 +193,24 @@ int sbx_start(const struct sbx_spec *spec, struct sbx_run *run, char *err, size_
 		return -1;
 	}
 	if (sbx_zygote_enabled() && !spec->rw_workdir && !(spec->ro_binds && spec->ro_binds[0])) {
-		if (sbx_zygote_start(spec, run, err, errlen) == 0)
+		if (sbx_zygote_start(spec, run, false, err, errlen) == 0)
 			return 0;
 		err[0] = '\0'; /* no zygote (pool busy or failing): one-shot instead */
 	}
 	return sbx_helper_start(spec, run, err, errlen);
+}
+
+int sbx_start_spare(const struct sbx_spec *spec, struct sbx_run *run, char *err, size_t errlen)
+{
+	memset(run, 0, sizeof *run);
+	run->pid = -1;
+	run->to_host = run->from_host = run->log_fd = -1;
+	if (spec->box_id > SBX_BOX_MAX || spec->mode != SBX_CONFINED || !sbx_zygote_enabled() ||
+	    spec->rw_workdir || (spec->ro_binds && spec->ro_binds[0])) {
+		snprintf(err, errlen, "no spare zygote for this spec");
+		return -1;
+	}
+	return sbx_zygote_start(spec, run, true, err, errlen);
 }
 
 /* Read the whole verdict record from fd (bounded). Returns bytes or -1. */

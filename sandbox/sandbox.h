@@ -140,6 +140,16 @@ const char *sbx_status_code(enum sbx_status s);
 int sbx_start(const struct sbx_spec *spec, struct sbx_run *run, char *err, size_t errlen);
 
 /*
+ * Start a confined host only if it costs no more than a fork: on an idle
+ * zygote helper of the spec's own kind, and only while another idle one of
+ * that kind stays for the next sbx_start (which would otherwise start a new
+ * interpreter). Never starts a helper, never falls back. For work that may
+ * run alongside the caller's other host (the audit's cuts) and otherwise
+ * waits its turn. 0, or -1 with a message in err (no such helper now).
+ */
+int sbx_start_spare(const struct sbx_spec *spec, struct sbx_run *run, char *err, size_t errlen);
+
+/*
  * Close the caller's ends, wait for the run to end (enforcing the limits the
  * whole time) and fill *v. Returns 0, or -1 if the verdict could not be read
  * (then v->status is SBX_XX).

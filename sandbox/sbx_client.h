@@ -40,7 +40,9 @@ int sbx_helper_start(const struct sbx_spec *spec, struct sbx_run *run, char *err
 
 /* Zygote path (zygote_client.c): false if AGENTTEST_SANDBOX_ZYGOTE=0. */
 bool sbx_zygote_enabled(void);
-/* Start a confined run on a pooled zygote helper. 0, or -1 (fall back). */
-int sbx_zygote_start(const struct sbx_spec *spec, struct sbx_run *run, char *err, size_t errlen);
+/* Start a confined run on a pooled zygote helper. 0, or -1 (fall back).
+ * With `spare`, only on an idle helper of the spec's own kind while another
+ * idle one of that kind stays for other callers; never starts a helper. */
+int sbx_zygote_start(const struct sbx_spec *spec, struct sbx_run *run, bool spare, char *err, size_t errlen);
 
 #endif

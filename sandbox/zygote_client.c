@@ -241,14 +241,19 @@ static void zreap(void)
 		}
 }
 
-/* An idle, ready helper of kind k (readiness polled first), or NULL. Caller holds zlock. */
-static struct zhelper *zidle(enum sbx_zygote k, int cap)
+/* An idle, ready helper of kind k (readiness polled first), or NULL; with
+ * `spare`, only while a second one is idle too. Caller holds zlock. */
+static struct zhelper *zidle(enum sbx_zygote k, int cap, bool spare)
 {
+	struct zhelper *first = NULL;
 	for (int i = 0; i < cap; i++)
 		zcheck(&zpool[k][i], 0);
 	for (int i = 0; i < cap; i++)
-		if (zpool[k][i].pid > 0 && zpool[k][i].ready && !zpool[k][i].busy)
-			return &zpool[k][i];
+		if (zpool[k][i].pid > 0 && zpool[k][i].ready && !zpool[k][i].busy) {
+			if (!spare || first)
+				return spare ? first : &zpool[k][i];
+			first = &zpool[k][i];
+		}
 	return NULL;
 }
 
@@ -306,7 +311,7 @@ static int zsend(struct zhelper *z, const struct sbx_zreq *rq, const int *fds, i
 	return n == (ssize_t)sizeof *rq ? 0 : -1;
 }
 
-int sbx_zygote_start(const struct sbx_spec *spec, struct sbx_run *run, char *err, size_t errlen)
+int sbx_zygote_start(const struct sbx_spec *spec, struct sbx_run *run, bool spare, char *err, size_t errlen)
 {
 	struct sbx_pipes p;
 	struct zhelper *z = NULL;
@@ -324,14 +329,16 @@ int sbx_zygote_start(const struct sbx_spec *spec, struct sbx_run *run, char *err
 	int cap = pool_size();
 	bool warm = zstarts++ > 0;  /* a single-run process never starts a zygote */
 	for (int attempt = 0; attempt < 2; attempt++) {
-		z = zidle(want, cap);
+		z = zidle(want, cap, spare);
+		if (!z && spare)
+			break;
 		if (!z) {
 			/* none of its kind ready and idle: warm one up for later, and run
 			 * on an idle zygote of the other kind (whose child imports what
 			 * its own did not preload) or, with none, one-shot now */
 			if (warm)
 				zwarm(want, cap, err, errlen);
-			z = zidle(want == SBX_ZYGOTE_NUMPY ? SBX_ZYGOTE_FULL : SBX_ZYGOTE_NUMPY, cap);
+			z = zidle(want == SBX_ZYGOTE_NUMPY ? SBX_ZYGOTE_FULL : SBX_ZYGOTE_NUMPY, cap, false);
 			if (!z)
 				break;
 		}

@@ -333,7 +333,7 @@ void job_execute(const struct job_env *env, struct job_ctl *ctl, const struct rj
 		.n = ds_bars(ds), .params_json = j->params, .bars_per_year = ds_bars_per_year(ds),
 		.audit = j->audit, .audit_seed = audit_seed(j->config_hash),
 		.sbx = { .mode = SBX_CONFINED, .box_id = env->box_id, .limits = env->limits },
-		.on_host = job_on_host, .on_host_arg = ctl,
+		.on_host = job_on_host, .on_host_arg = ctl, .spare_box_id = env->spare_box_id,
 	};
 	if (!engine_from_json(j->engine, &rq.engine)) {
 		rresult_fail(r, "invalid_field", "the run's engine configuration is invalid");

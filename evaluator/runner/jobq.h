@@ -139,6 +139,7 @@ void jobq_set_col(struct jobq_set *s, const char *col, struct db_arg a);
 /* What a slot hands a job's execute. */
 struct jobq_slot {
 	unsigned        box_id;   /* sandbox box of this slot */
+	unsigned        spare_box_id; /* a second box for the audit's second host, 0: none */
 	struct job_ctl *ctl;      /* the slot's cancellation handle (runner.h) */
 	void           *env;      /* the kind's environment, as given to jobq_add */
 	/* Optional: told of each failed finishing write that jobq_process

@@ -70,6 +70,7 @@ struct slot {
 	pthread_t       thread;
 	unsigned        index;
 	struct sbx_box_lease box;    /* the slot's box number, leased for the runner's life */
+	struct sbx_box_lease spare;  /* a second one, for the audit's second cut host (backtest.h) */
 	struct job_ctl *ctl;
 	char            job_id[37];  /* current job, "" when idle (under mu) */
 	const struct job_kind *kind; /* its kind, NULL when idle (under mu) */
@@ -241,7 +242,8 @@ static void slot_run(struct slot *s, struct db *c, struct jobq_job *j)
 	s->kind = j->lease.kind;
 	pthread_mutex_unlock(&R.mu);
 
-	struct jobq_slot slot = { .box_id = s->box.box_id, .ctl = s->ctl, .write_failed = log_write_retry };
+	struct jobq_slot slot = { .box_id = s->box.box_id, .spare_box_id = s->spare.box_id, .ctl = s->ctl,
+	                          .write_failed = log_write_retry };
 	switch (jobq_process(c, &R.q, j, &slot, &o, &err)) {
 	case JOBQ_HANDED_BACK:
 		log_run(LOG_LVL_INFO, "handed_back", id, NULL);
@@ -618,16 +620,18 @@ int main(int argc, char **argv)
 	nfd = notify_bind(ndir, &npath);
 	R.notify_dir = ndir;
 
-	/* One zygote helper per slot (each serves one run at a time), started
-	 * now so the first runs do not pay the interpreter start-up. */
+	/* One zygote helper per slot (each serves one run at a time) and one
+	 * more, which an audit takes for its second cut host while it is idle
+	 * (sbx_start_spare), started now so the first runs do not pay the
+	 * interpreter start-up. */
 	const char *zs = getenv("AGENTTEST_SANDBOX_ZYGOTES");
-	if (!zs || atol(zs) < nslots) {
+	if (!zs || atol(zs) < nslots + 1) {
 		char n[16];
-		snprintf(n, sizeof n, "%ld", nslots);
+		snprintf(n, sizeof n, "%ld", nslots + 1);
 		setenv("AGENTTEST_SANDBOX_ZYGOTES", n, 1);
 	}
 	char perr[256] = "";
-	if (sbx_prestart((unsigned)nslots, perr, sizeof perr) != 0)
+	if (sbx_prestart((unsigned)nslots + 1, perr, sizeof perr) != 0)
 		log_msg(LOG_LVL_WARNING, "sandbox_prestart_failed", "%s (runs start helpers on demand)", perr);
 	/* the code-check service for the API (check_service.c), before the slots run */
 	struct check_service *check = check_service_start(&cfg, (unsigned)nslots);
@@ -636,6 +640,7 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < R.nslots; i++) {
 		R.slots[i].index = i;
 		R.slots[i].box = (struct sbx_box_lease)SBX_BOX_LEASE_INIT;
+		R.slots[i].spare = (struct sbx_box_lease)SBX_BOX_LEASE_INIT;
 		/* a box number no other process on this machine uses meanwhile (another
 		 * runner, the check service, a CLI run, an agent turn) */
 		char berr[256];
@@ -644,11 +649,15 @@ int main(int argc, char **argv)
 			R.nslots = i;
 			break;
 		}
+		/* optional: without it the slot's audits run their cuts one by one */
+		if (sbx_box_acquire(&R.slots[i].spare, berr, sizeof berr) != 0)
+			log_msg(LOG_LVL_WARNING, "box_lease_failed", "slot %u, spare box: %s", i, berr);
 		R.slots[i].ctl = job_ctl_new();
 		if (pthread_create(&R.slots[i].thread, NULL, slot_main, &R.slots[i]) != 0) {
 			log_msg(LOG_LVL_ERROR, "thread_failed", "cannot start slot %u", i);
 			job_ctl_free(R.slots[i].ctl);
 			sbx_box_release(&R.slots[i].box);
+			sbx_box_release(&R.slots[i].spare);
 			R.nslots = i;
 			break;
 		}
@@ -672,6 +681,7 @@ int main(int argc, char **argv)
 		pthread_join(R.slots[i].thread, NULL);
 		job_ctl_free(R.slots[i].ctl);
 		sbx_box_release(&R.slots[i].box);
+		sbx_box_release(&R.slots[i].spare);
 	}
 	check_service_stop(check);
 	log_msg(LOG_LVL_INFO, "runner_stopped", "%lu runs written", atomic_load(&R.completed));

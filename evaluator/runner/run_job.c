@@ -317,6 +317,7 @@ static void run_execute(const struct jobq_slot *s, const struct jobq_lease *l, v
 	struct job_env env = *(const struct job_env *)s->env;
 	(void)l;
 	env.box_id = s->box_id;
+	env.spare_box_id = s->spare_box_id;
 	rresult_init(&rj->r);
 	rj->have_result = true;
 	job_execute(&env, s->ctl, &rj->j, &rj->r, &rj->art);

@@ -201,10 +201,11 @@ bool job_cancelled(struct job_ctl *ctl, bool *hand_back);
 void job_ctl_reset(struct job_ctl *ctl);
 /*
  * The on_host hook of bt_request / stream_request with arg = the slot's
- * job_ctl: registers the running sandbox (NULL: released) so job_cancel()
- * can kill it; kills it at once if the job was already cancelled.
+ * job_ctl: registers a running sandbox (live 1) or releases it (live 0) so
+ * job_cancel() can kill every host the job holds; kills it at once if the
+ * job was already cancelled.
  */
-void job_on_host(void *arg, struct sbx_run *run);
+void job_on_host(void *arg, struct sbx_run *run, int live);
 /*
  * The on_progress hook of stream_request with arg = the slot's job_ctl:
  * the job has done `done` of `total` units (lock-free; called every step).
@@ -217,6 +218,7 @@ bool job_progress_get(struct job_ctl *ctl, unsigned long long *done, unsigned lo
 struct job_env {
 	const char *artifacts_root;   /* ARTIFACTS_DIR: <root>/<run_id>/equity.csv */
 	unsigned    box_id;           /* distinct per slot */
+	unsigned    spare_box_id;     /* the slot's second box (bt_request.spare_box_id), 0: none */
 	struct sbx_limits limits;     /* of every backtest run (runner_limits) */
 };
 

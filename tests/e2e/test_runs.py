@@ -178,6 +178,92 @@ def test_lookahead_strategy_fails_the_audit(alice):
     assert run["audit"]["passed"] is False
 
 
+# The audit runs two cuts side by side when a zygote helper is idle to
+# spare (evaluator/runner/drive/backtest.c, bt_audit); v1 has 5 bars, so
+# the cuts are 1, 2 and 3, one fresh host each after the full run's.
+AUDIT_SLEEPER = (
+    "import time\n"
+    "def positions(prices, params):\n"
+    "    time.sleep(0.6)\n"
+    "    return [1.0] * len(prices)\n"
+)
+
+
+def test_audit_cuts_run_side_by_side(alice):
+    # four hosts one after another sleep 2.4 s at least; the full run, then
+    # the three cuts two at a time, 1.8 s (sleeping needs no CPU, so a
+    # loaded machine does not change this)
+    run = alice.run(submit(alice, AUDIT_SLEEPER, "sleepy-audit"), dataset_version="v1")
+    assert run["status"] == "completed", run
+    a = run["audit"]["report"]
+    assert a["passed"] is True and a["cuts"] == [1, 2, 3] and a["strategy_calls"] == 3, a
+    assert run["runtime_s"] < 2.2, run["runtime_s"]
+
+
+# Looks ahead at every bar, so every cut fails; the one-bar cut answers last
+# (it sleeps), the three-bar cut, which the second worker takes first, at once.
+LOOKAHEAD_SLOW_FIRST_CUT = (
+    "import time\n"
+    "def positions(prices, params):\n"
+    "    n = len(prices)\n"
+    "    if n == 1:\n"
+    "        time.sleep(0.5)\n"
+    "    return [1.0 if i + 1 < n and prices[i + 1] > prices[i] else 0.0 for i in range(n)]\n"
+)
+
+
+def test_audit_failure_is_the_first_failing_cut_whatever_ends_first(alice):
+    # as if the cuts ran in order: the lowest failing cut decides, and only
+    # the calls up to it count, however the two workers interleave
+    vid = submit(alice, LOOKAHEAD_SLOW_FIRST_CUT, "peek-slow")
+    for _ in range(2):
+        run = alice.run(vid, dataset_version="v1")
+        assert run["status"] == "failed" and run["error"]["code"] == "lookahead_detected", run
+        a = run["audit"]["report"]
+        assert (a["passed"], a["fail_cut"], a["first_diff"], a["check"], a["strategy_calls"]) == \
+            (False, 1, 0, "prefix", 1), a
+        assert "at bar 0 " in run["error"]["message"], run["error"]
+
+
+def test_a_failing_full_run_stops_the_cut_host_started_beside_it(alice):
+    # the second worker starts its first cut's host while the full run runs;
+    # when the full run fails, that host stops and the full run's error is
+    # the run's, with no audit
+    code = ("import time\n"
+            "def positions(prices, params):\n"
+            "    if len(prices) == 5:\n"
+            "        time.sleep(0.5)\n"
+            "        raise ValueError('the full run fails')\n"
+            "    return [1.0] * len(prices)\n")
+    vid = submit(alice, code, "full-fails")
+    for _ in range(2):
+        run = alice.run(vid, dataset_version="v1")
+        assert run["status"] == "failed", run
+        assert run["error"]["code"] == "strategy_error", run["error"]
+        assert "the full run fails" in run["error"]["message"], run["error"]
+        assert run["audit"]["report"]["performed"] is False, run["audit"]
+        assert run["runtime_s"] < 5, run["runtime_s"]
+
+
+def test_cancel_during_the_audit_kills_both_cut_hosts(alice):
+    # the full run answers at once, every cut sleeps 30 s, two at a time:
+    # a cancel must reach both hosts, not only the one registered last
+    code = ("import time\n"
+            "def positions(prices, params):\n"
+            "    if len(prices) < 5:\n"
+            "        time.sleep(30)\n"
+            "    return [1.0] * len(prices)\n")
+    run = alice.run(submit(alice, code, "sleepy-cuts"), dataset_version="v1", wait=0)
+    alice.wait_status(run["run_id"], "running")
+    time.sleep(1.0)   # both cut hosts are asleep by now
+    t0 = time.monotonic()
+    r = alice.post(f"/runs/{run['run_id']}/cancel?wait=10")
+    assert r.status == 202, r
+    done = alice.wait_run(run["run_id"], timeout=15)
+    assert done["status"] == "cancelled", done
+    assert time.monotonic() - t0 < 12, time.monotonic() - t0
+
+
 def test_unknown_version_dataset_and_missing_fields(alice, bob, bh):
     assert_error(alice.post("/runs", {"strategy_version_id": 999999999}), 404, "not_found")
     assert_error(alice.post("/runs", {"strategy_version_id": bh["strategy_version_id"], "dataset_version": "nope"}),

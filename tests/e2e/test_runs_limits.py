@@ -130,6 +130,31 @@ def test_spinning_strategy_times_out_under_the_configured_cpu_limit(short_cpu):
     assert 1.5 <= res["cpu_seconds"] < 5 or res["wall_seconds"] >= 5.9, res
 
 
+# v1's audit cuts are 1, 2 and 3 bars. The full run and the one-bar cut
+# spin nothing; the two- and three-bar cuts 1.1 s of CPU each. With two cut
+# hosts side by side, both of those start while the hosts ended so far have
+# used almost nothing (each within the 2 s limit alone); together with the
+# rest the run uses 2.2 s.
+SPIN_IN_CUTS = (
+    "import time\n"
+    "def positions(prices, params):\n"
+    "    if len(prices) in (2, 3):\n"
+    "        t = time.process_time()\n"
+    "        while time.process_time() - t < 1.1:\n"
+    "            pass\n"
+    "    return [1.0] * len(prices)\n"
+)
+
+
+def test_the_audit_cannot_multiply_the_cpu_limit(short_cpu):
+    # cut hosts that run side by side are each given what the ended hosts
+    # left; the total over all hosts is what the limit bounds
+    run = short_cpu.run(submit(short_cpu, SPIN_IN_CUTS, "spin-cuts"), dataset_version="v1")
+    assert run["status"] == "failed", run
+    assert run["error"]["code"] == "timeout", run["error"]
+    assert run["resources"]["cpu_seconds"] < 4, run["resources"]
+
+
 # Issue 11 item 5 for runs: a failed run returned up to 64 KiB of the
 # strategy's own text (exception message, traceback, stderr), enough to
 # carry a holdout out; what a user reads back is a few KiB at most.

@@ -2,7 +2,9 @@
  * backtest: orchestration of one run (see backtest.h).
  *
  * Theory of operation: one strategy host for the full run, then one fresh
- * host per audit cut, each driven strictly request/response over protocol.h
+ * host per audit cut (two at a time when the request has a spare box and a
+ * zygote helper is idle to spare: bt_audit below), each driven strictly
+ * request/response over protocol.h
  * frames: READY ← ; LOAD → LOADED ← ; DATA → ; RUN → OUTPUT ← (the full
  * series; in an audit host one DATA + RUN per check, DATA holding only the
  * prices that check may see); BYE → ; then sbx_finish for the verdict. A
@@ -58,7 +60,16 @@ struct bt_ctx {
 	unsigned                 hosts;      /* hosts started so far */
 	double                   cpu_prev;   /* CPU seconds of the hosts already ended */
 	uint64_t                 mem_prev;   /* their peak cgroup memory */
+	int                      spare;      /* start in the spare box, only on a spare zygote */
+	int                      want_code;  /* LOAD asks for the compiled code (COMPILED) */
+	struct buf               compiled;   /* then: the source, then that code (marshal) */
+	const struct buf        *given;      /* a cut's LOAD sends this instead of the source */
 };
+
+/* COMPILED bodies accepted: generous for any source within BT_MAX_CODE
+ * (the marshalled code of a source is a few times its size), and a bound
+ * on what a host can make the runner hold. */
+#define BT_COMPILED_MAX(code_len) (16 * (code_len) + (1u << 20))
 
 static const char *const bt_kind_names[BT_KIND__MAX] = { "auto", "simulate", "positions" };
 
@@ -323,30 +334,6 @@ static int bt_load(struct bt_ctx *c);
 static void bt_stop(struct bt_ctx *c, int failed, int score);
 static void bt_settle(struct bt_ctx *c, int failed);
 
-/* Replace the host by a fresh one with the strategy loaded: nothing an
- * earlier call left in a process (module globals, caches, the prices it
- * was sent) reaches the next call. The ended host's verdict is settled
- * like the last one's and its CPU and memory are counted. 0 or -1. */
-static int bt_fresh(struct bt_ctx *c)
-{
-	struct bt_result *res = c->res;
-	const char *phase = c->phase;
-	if (c->started) {
-		bt_stop(c, 0, 0);
-		bt_settle(c, 0);
-		c->cpu_prev += res->verdict.cpu_seconds;
-		if (res->verdict.cg_mem_bytes > c->mem_prev)
-			c->mem_prev = res->verdict.cg_mem_bytes;
-		res->verdict.cpu_seconds = 0;
-		res->verdict.cg_mem_bytes = 0;
-	}
-	proto_conn_free(&c->conn);
-	if (res->err != EV_OK || bt_start(c) < 0 || bt_load(c) < 0)
-		return -1;
-	c->phase = phase;
-	return 0;
-}
-
 /* One audit call on prices[0..bars), the last one replaced by `last` unless
  * it is NaN, sent to the host as its data first (so it holds no other price
  * from then on). Output into out; 0 or -1 (failure recorded). */
@@ -464,6 +451,199 @@ size_t bt_audit_cuts(size_t n, uint64_t seed, size_t cuts[BT_MAX_CUTS])
 	return k;
 }
 
+/* The audit's shared state: which cuts are taken and done, the lowest
+ * failed one, and the CPU the run's ended hosts used (the budget of the
+ * next host). Guarded by mu. */
+struct bt_par {
+	struct bt_ctx  *c;                    /* the run */
+	pthread_mutex_t mu;
+	pthread_cond_t  cv;                   /* full changed */
+	int             full;                 /* the full run: 0 running, 1 scored, -1 failed */
+	pthread_t       th;                   /* the spare worker ... */
+	int             spare;                /* ... when started */
+	size_t          n;                    /* cuts */
+	size_t          cuts[BT_MAX_CUTS];
+	int             state[BT_MAX_CUTS];   /* BT_CUT_TODO, _TAKEN, _DONE */
+	size_t          failed;               /* lowest failed cut index, or n_cuts */
+	double          cpu_used;
+	unsigned        hosts0;               /* the run's hosts before the audit */
+	struct bt_ctx   x[BT_MAX_CUTS];       /* each cut's own host context ... */
+	struct bt_result r[BT_MAX_CUTS];      /* ... and result */
+};
+
+enum { BT_CUT_TODO, BT_CUT_TAKEN, BT_CUT_DONE };
+
+/*
+ * One cut in its own fresh host (x, set up by bt_par_new): start, load,
+ * then (once the full run has its output: the spare's first cut may start
+ * and load while the full run is still running) the last-bar calls
+ * (simulate), the prefix call, the comparison with the full run, then the
+ * host's end and verdict. Failures land in x->res. Returns 0; -2 when x is
+ * a spare and no zygote could be spared (nothing started, nothing
+ * recorded); -3 when the full run failed meanwhile (the host is killed,
+ * nothing but its resources counts).
+ */
+static int bt_cut_run(struct bt_par *p, struct bt_ctx *x, size_t cut)
+{
+	int rc = bt_start(x);
+	if (rc == -2)
+		return -2;
+	if (rc == 0 && bt_load(x) == 0) {
+		pthread_mutex_lock(&p->mu);
+		while (p->full == 0)
+			pthread_cond_wait(&p->cv, &p->mu);
+		int go = p->full > 0;
+		pthread_mutex_unlock(&p->mu);
+		if (!go) {
+			bt_stop(x, 1, 0);
+			return -3;
+		}
+		x->phase = "audit";
+		if (!(x->res->kind == BT_KIND_SIMULATE && cut >= 2 && bt_audit_last_bar(x, cut) < 0) &&
+		    bt_audit_call(x, cut, NAN, x->scratch) == 0) {
+			x->res->audit.runs++;
+			size_t d = bt_first_diff(x->scratch, x->raw, cut);
+			if (d < cut)
+				bt_audit_fail(x, "prefix", cut, d);
+		}
+	}
+	int failed = x->res->err != EV_OK || x->proto_fail != PROTO_OK;
+	if (x->started) {
+		bt_stop(x, failed, 0);
+		bt_settle(x, failed);
+	}
+	return 0;
+}
+
+/* The next cut to take (from the low end, or the high end for the spare),
+ * n if none; *pending: a cut the spare holds may still be given back.
+ * Caller holds p->mu. */
+static size_t bt_audit_next(const struct bt_par *p, int spare, int *pending)
+{
+	size_t n = p->n;
+	*pending = 0;
+	for (size_t k = 0; k < n; k++) {
+		size_t j = spare ? n - 1 - k : k;
+		if (j < p->failed && p->state[j] == BT_CUT_TODO)
+			return j;
+		if (j < p->failed && p->state[j] == BT_CUT_TAKEN)
+			*pending = 1;
+	}
+	return n;
+}
+
+/*
+ * Audit worker: take the next cut still to do (the main worker the lowest,
+ * the spare the highest), skipping cuts above one that failed, and run it.
+ * A spare that finds no zygote to spare gives its cut back and stops; the
+ * main worker therefore ends only when no cut is left that the spare
+ * could still give back.
+ */
+static void bt_audit_work(struct bt_par *p, int spare)
+{
+	size_t n = p->n;
+	for (;;) {
+		pthread_mutex_lock(&p->mu);
+		int pending;
+		size_t i;
+		while ((i = bt_audit_next(p, spare, &pending)) == n && pending && !spare)
+			pthread_cond_wait(&p->cv, &p->mu);
+		if (i < n) {
+			p->state[i] = BT_CUT_TAKEN;
+			p->x[i].cpu_prev = p->cpu_used;
+		}
+		pthread_mutex_unlock(&p->mu);
+		if (i == n)
+			return;
+		p->x[i].spare = spare;
+		int rc = bt_cut_run(p, &p->x[i], p->cuts[i]);
+		pthread_mutex_lock(&p->mu);
+		if (rc == -2) {
+			p->state[i] = BT_CUT_TODO;
+		} else if (rc == -3) {
+			p->state[i] = BT_CUT_DONE;
+			p->failed = 0;
+		} else {
+			p->state[i] = BT_CUT_DONE;
+			p->cpu_used += p->r[i].verdict.cpu_seconds;
+			if (i < p->failed && p->r[i].err != EV_OK)
+				p->failed = i;
+		}
+		pthread_cond_broadcast(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+		if (rc == -2)
+			return;
+	}
+}
+
+/* Thread body of the spare audit worker. */
+static void *bt_audit_spare(void *arg)
+{
+	bt_audit_work(arg, 1);
+	return NULL;
+}
+
+/* Fold the cuts' results into the run's, as if the cuts had run in order
+ * and stopped at the first failure: that cut's error, check and log tail;
+ * the calls of the cuts up to it; the CPU and peak memory of every host
+ * that ran. The run's verdict becomes that of its deciding host (the
+ * failed cut, else the last), its CPU and memory counted in cpu_prev and
+ * mem_prev as bt_finish expects. Without `decide` (the full run failed)
+ * only the resources are added. */
+static void bt_audit_merge(struct bt_par *p, int decide)
+{
+	struct bt_ctx *c = p->c;
+	struct bt_result *res = c->res;
+	struct bt_audit *a = &res->audit;
+	size_t n = p->n, last = n;
+	for (size_t i = 0; i < n; i++) {
+		struct bt_result *r = &p->r[i];
+		if (p->state[i] != BT_CUT_DONE)
+			continue;
+		last = i <= p->failed ? i : last;
+		c->cpu_prev += r->verdict.cpu_seconds;
+		if (r->verdict.cg_mem_bytes > c->mem_prev)
+			c->mem_prev = r->verdict.cg_mem_bytes;
+		res->timing.host_s += r->timing.host_s;
+		if (i <= p->failed)
+			a->runs += r->audit.runs;
+		c->hosts += p->x[i].hosts - p->hosts0;
+	}
+	/* the full run failed: its error and verdict stand, a cut that the
+	 * spare had started counts only its resources */
+	if (!decide || res->err != EV_OK)
+		return;
+	for (size_t i = 0; i < p->failed && i < n; i++)
+		if (p->state[i] != BT_CUT_DONE) {
+			/* never a pass with a cut missing */
+			bt_fail(c, EV_INTERNAL, "audit cut %zu did not run", p->cuts[i]);
+			return;
+		}
+	if (last < n) {
+		struct bt_result *r = &p->r[last];
+		res->verdict = r->verdict;
+		res->verdict.cpu_seconds = 0;
+		res->verdict.cg_mem_bytes = 0;
+		memcpy(res->log_tail, r->log_tail, sizeof res->log_tail);
+	}
+	if (p->failed < n && res->err == EV_OK) {
+		struct bt_result *r = &p->r[p->failed];
+		res->err = r->err;
+		memcpy(res->detail, r->detail, sizeof res->detail);
+		json_object_put(res->extra);
+		res->extra = r->extra;
+		r->extra = NULL;
+		if (r->audit.check[0]) {
+			a->fail_cut = r->audit.fail_cut;
+			a->first_diff = r->audit.first_diff;
+			memcpy(a->check, r->audit.check, sizeof a->check);
+		}
+	}
+	double cpu = c->rq->sbx.limits.cpu_seconds > 0 ? c->rq->sbx.limits.cpu_seconds : BT_DEFAULT_CPU_S;
+	if (c->cpu_prev > cpu)
+		bt_fail(c, EV_TIMEOUT, "CPU time limit exceeded during audit");
+}
+
 /*
  * The causality audit over the cut points. Every cut has its own fresh host
  * that never receives a price at or after the cut, so no audit call can
@@ -473,45 +653,137 @@ size_t bt_audit_cuts(size_t n, uint64_t seed, size_t cuts[BT_MAX_CUTS])
  * remember is only what an earlier call of its cut was allowed to see, and
  * never the price it is checked against. One host per cut rather than per
  * call keeps the audit's cost at 6 host starts (a zygote fork and a LOAD).
+ *
+ * With a spare box, a second worker thread takes cuts from the other end
+ * in a host of that box (its own uid, cgroup and limits) while a zygote
+ * helper is idle to spare, so a lone run uses the machine's second core;
+ * a busy machine runs the cuts one after the other as before. The spare
+ * starts while the full run's host exits; that host's verdict is settled
+ * before the slot's own worker starts, and if it fails the run no further
+ * cut starts and none counts. Each cut host is given what the hosts ended so far left of the CPU
+ * limit, and the run fails with a timeout when all hosts together used
+ * more. The outcome does not depend on the interleaving: the error is the
+ * first failing cut's in cut order, and cuts after it count no calls.
  */
-static void bt_audit(struct bt_ctx *c)
+/* The audit's state for run c, whose first host has loaded the code (its
+ * kind is known): the cuts and one context per cut. */
+static struct bt_par *bt_par_new(struct bt_ctx *c)
+{
+	struct bt_par *p = xcalloc(1, sizeof *p);
+	p->c = c;
+	p->n = bt_audit_cuts(c->rq->n, c->rq->audit_seed, p->cuts);
+	p->failed = p->n;
+	p->hosts0 = c->hosts;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	for (size_t i = 0; i < p->n; i++) {
+		struct bt_ctx *x = &p->x[i];
+		*x = (struct bt_ctx){ .rq = c->rq, .res = &p->r[i], .phase = "audit", .t0 = c->t0, .hosts = c->hosts,
+		                      .given = c->compiled.len > c->rq->code_len ? &c->compiled : NULL };
+		p->r[i].kind = c->res->kind;
+		p->r[i].n = c->rq->n;
+		x->scratch = xcalloc(c->rq->n, sizeof *x->scratch);
+		x->pscratch = xcalloc(c->rq->n, sizeof *x->pscratch);
+	}
+	/* with a spare box, the second worker starts its first cut's host now,
+	 * alongside the full run: its fork and load need no price */
+	p->spare = c->rq->spare_box_id != 0 && p->n > 1 && pthread_create(&p->th, NULL, bt_audit_spare, p) == 0;
+	return p;
+}
+
+/* The full run is over: scored (ok) or failed. Cut hosts waiting for its
+ * output go on, or stop. */
+static void bt_par_full_done(struct bt_par *p, int ok)
+{
+	pthread_mutex_lock(&p->mu);
+	p->full = ok ? 1 : -1;
+	if (!ok)
+		p->failed = 0;
+	for (size_t i = 0; i < p->n; i++)
+		p->x[i].raw = p->c->raw;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* Free p (its spare worker joined). */
+static void bt_par_free(struct bt_par *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		proto_conn_free(&p->x[i].conn);
+		buf_free(&p->x[i].meta);
+		free(p->x[i].scratch);
+		free(p->x[i].pscratch);
+		json_object_put(p->r[i].extra);
+	}
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->mu);
+	free(p);
+}
+
+/*
+ * The causality audit over the cut points, once the full run is scored. Every cut has its own fresh host
+ * that never receives a price at or after the cut, so no audit call can
+ * replay what the full run (or another cut) saw. Within a cut, the
+ * simulate last-bar calls (fake last prices) come first and the prefix
+ * call, the only one with the real last price, last: what a call can
+ * remember is only what an earlier call of its cut was allowed to see, and
+ * never the price it is checked against. One host per cut rather than per
+ * call keeps the audit's cost at 6 host starts (a zygote fork and a LOAD).
+ *
+ * With a spare box, a second worker thread takes cuts from the other end
+ * in a host of that box (its own uid, cgroup and limits) while a zygote
+ * helper is idle to spare, so a lone run uses the machine's second core;
+ * a busy machine runs the cuts one after the other as before. The spare's
+ * first host starts and loads while the full run runs (bt_par_new) and
+ * gets its prices once the full run is scored; the full run's host exits
+ * meanwhile, and its verdict is settled before the slot's own worker
+ * starts: if it fails the run, no further cut starts and none counts. Each
+ * cut host is given what the hosts ended so far left of the CPU limit, and
+ * the run fails with a timeout when all hosts together used more. The
+ * outcome does not depend on the interleaving: the error is the first
+ * failing cut's in cut order, and cuts after it count no calls.
+ */
+static void bt_audit(struct bt_ctx *c, struct bt_par *p)
 {
 	struct bt_audit *a = &c->res->audit;
 	double t0 = proto_now();
 	a->performed = 1;
 	a->passed = 1;
-	a->n_cuts = bt_audit_cuts(c->rq->n, c->rq->audit_seed, a->cuts);
-	c->phase = "audit";
-	c->scratch = xcalloc(c->rq->n, sizeof *c->scratch);
-	c->pscratch = xcalloc(c->rq->n, sizeof *c->pscratch);
-	for (size_t i = 0; i < a->n_cuts && c->res->err == EV_OK && c->proto_fail == PROTO_OK; i++) {
-		size_t cut = a->cuts[i];
-		if (bt_fresh(c) < 0)
-			break;
-		if (c->res->kind == BT_KIND_SIMULATE && cut >= 2 && bt_audit_last_bar(c, cut) < 0)
-			break;
-		if (bt_audit_call(c, cut, NAN, c->scratch) < 0)
-			break;
-		a->runs++;
-		size_t d = bt_first_diff(c->scratch, c->raw, cut);
-		if (d < cut) {
-			bt_audit_fail(c, "prefix", cut, d);
-			break;
-		}
-	}
+	a->n_cuts = p->n;
+	memcpy(a->cuts, p->cuts, sizeof a->cuts);
+	bt_par_full_done(p, 1);
+	bt_stop(c, 0, 0);
+	bt_settle(c, 0);
+	pthread_mutex_lock(&p->mu);
+	p->cpu_used += c->res->verdict.cpu_seconds;
+	if (c->res->err != EV_OK)
+		p->failed = 0;
+	pthread_mutex_unlock(&p->mu);
+	c->cpu_prev = c->res->verdict.cpu_seconds;
+	c->mem_prev = c->res->verdict.cg_mem_bytes;
+	c->res->verdict.cpu_seconds = 0;
+	c->res->verdict.cg_mem_bytes = 0;
+	if (c->res->err == EV_OK)
+		bt_audit_work(p, 0);
+	if (p->spare)
+		pthread_join(p->th, NULL);
+	bt_audit_merge(p, 1);
 	if (c->res->err != EV_OK || c->proto_fail != PROTO_OK)
 		a->passed = 0;
 	c->res->timing.audit_s = proto_now() - t0;
 }
 
 /* Start a host and read READY. The first one gets the run's limits; a
- * later one (the audit's fresh hosts) what the earlier ones left of the
- * run's CPU and wall budgets, so the audit cannot multiply them. 0 or -1. */
+ * later one (the audit's fresh hosts) what the ended ones left of the
+ * run's CPU and wall budgets (bt_audit_merge checks the total). 0, -1, or
+ * -2 for a spare context with no zygote to spare (nothing recorded). */
 static int bt_start(struct bt_ctx *c)
 {
 	struct sbx_spec spec = c->rq->sbx;
 	struct sbx_limits *l = &spec.limits;
 	spec.zygote = sbx_zygote_for_code(c->rq->code, c->rq->code_len);
+	if (c->spare)
+		spec.box_id = c->rq->spare_box_id;
 	if (l->output_bytes == 0) {
 		/* the full run, every audit call, and room for logs */
 		uint64_t per = (uint64_t)c->rq->n * 8;
@@ -531,14 +803,16 @@ static int bt_start(struct bt_ctx *c)
 		l->wall_seconds = c->t0 + wall - now;
 	}
 	char err[256];
-	if (sbx_start(&spec, &c->run, err, sizeof err) < 0) {
+	if (c->spare && sbx_start_spare(&spec, &c->run, err, sizeof err) < 0)
+		return -2;
+	if (!c->spare && sbx_start(&spec, &c->run, err, sizeof err) < 0) {
 		bt_fail(c, EV_INTERNAL, "cannot start the strategy host: %s", err);
 		return -1;
 	}
 	c->started = 1;
 	c->hosts++;
 	if (c->rq->on_host)
-		c->rq->on_host(c->rq->on_host_arg, &c->run);
+		c->rq->on_host(c->rq->on_host_arg, &c->run, 1);
 	proto_conn_init(&c->conn, c->run.to_host, c->run.from_host, c->run.log_fd, deadline);
 	const char *phase = c->phase;
 	c->phase = "start";
@@ -563,11 +837,32 @@ static int bt_start(struct bt_ctx *c)
 static int bt_load(struct bt_ctx *c)
 {
 	c->phase = "load";
-	char meta[96];
-	snprintf(meta, sizeof meta, "{\"kind\":\"%s\",\"filename\":\"strategy.py\"}", bt_kind_name(c->rq->kind));
-	if (bt_send(c, PROTO_LOAD, meta, c->rq->code, c->rq->code_len) < 0)
+	char meta[160];
+	const struct buf *g = c->given;
+	snprintf(meta, sizeof meta, "{\"kind\":\"%s\",\"filename\":\"strategy.py\"%s", bt_kind_name(c->rq->kind),
+		 c->want_code ? ",\"want_code\":true" : "");
+	if (g)
+		snprintf(meta + strlen(meta), sizeof meta - strlen(meta), ",\"code_len\":%zu", c->rq->code_len);
+	strcat(meta, "}");
+	if (bt_send(c, PROTO_LOAD, meta, g ? g->data : c->rq->code, g ? g->len : c->rq->code_len) < 0)
 		return -1;
 	struct proto_hdr h;
+	if (c->want_code) {
+		/* the code the host compiled, sent before any of it ran: the
+		 * source, then the marshalled code, for the audit's hosts */
+		uint32_t cap = (uint32_t)BT_COMPILED_MAX(c->rq->code_len);
+		buf_reset(&c->compiled);
+		buf_reserve(&c->compiled, c->rq->code_len + cap);
+		buf_append(&c->compiled, c->rq->code, c->rq->code_len);
+		if (bt_reply(c, PROTO_COMPILED, &h, c->compiled.data + c->compiled.len, cap) < 0)
+			return -1;
+		c->compiled.len += h.body_len;
+		c->compiled.data[c->compiled.len] = '\0';
+		if (h.body_len == 0) {
+			bt_proto_fail(c, PROTO_MALFORMED, PROTO_COMPILED);
+			return -1;
+		}
+	}
 	if (bt_reply(c, PROTO_LOADED, &h, NULL, 0) < 0)
 		return -1;
 	json_object *m = bt_meta_obj(c);
@@ -691,12 +986,14 @@ static void bt_stop(struct bt_ctx *c, int failed, int score)
 		if (threaded)
 			pthread_join(th, NULL);
 	} else {
+		double t_bye = proto_now();
 		bt_wait_eof(c);
+		res->timing.shutdown_s = proto_now() - t_bye;
 	}
 	/* the host's last words (its stderr) before the pipes go */
 	proto_drain_log(&c->conn, failed ? 0.5 : 2.0);
 	if (c->rq->on_host)
-		c->rq->on_host(c->rq->on_host_arg, NULL);
+		c->rq->on_host(c->rq->on_host_arg, &c->run, 0);
 	if (sbx_finish(&c->run, &res->verdict) < 0)
 		res->verdict.status = SBX_XX;
 	c->started = 0;
@@ -762,6 +1059,8 @@ static void bt_finish(struct bt_ctx *c)
 	if (c->started) {
 		bt_stop(c, failed, !failed);
 		bt_settle(c, failed);
+	} else if (!failed) {
+		bt_score_thread(c); /* audited: every host has ended */
 	}
 	res->verdict.cpu_seconds += c->cpu_prev;
 	if (c->mem_prev > res->verdict.cg_mem_bytes)
@@ -795,11 +1094,30 @@ enum ev_err bt_run(const struct bt_request *rq, struct bt_result *res)
 	res->n = rq->n;
 	struct bt_ctx c = { .rq = rq, .res = res, .phase = "start" };
 	c.t0 = t0;
-	if (bt_validate(&c) == 0 && bt_start(&c) == 0 && bt_load(&c) == 0 && bt_full(&c) == 0 && rq->audit)
-		bt_audit(&c);
+	size_t cuts[BT_MAX_CUTS];
+	/* an audited run's first host sends back its compiled code, which the
+	 * cut hosts load instead of compiling the source again */
+	c.want_code = rq->audit && bt_audit_cuts(rq->n, rq->audit_seed, cuts) > 0;
+	if (bt_validate(&c) == 0 && bt_start(&c) == 0 && bt_load(&c) == 0) {
+		struct bt_par *p = rq->audit ? bt_par_new(&c) : NULL;
+		int ok = bt_full(&c) == 0;
+		if (p && ok) {
+			bt_audit(&c, p);
+		} else if (p) {
+			/* no audit: a cut host the spare started is stopped and only
+			 * its resources count */
+			bt_par_full_done(p, 0);
+			if (p->spare)
+				pthread_join(p->th, NULL);
+			bt_audit_merge(p, 0);
+		}
+		if (p)
+			bt_par_free(p);
+	}
 	bt_finish(&c);
 	proto_conn_free(&c.conn);
 	buf_free(&c.meta);
+	buf_free(&c.compiled);
 	if (c.raw != res->equity)
 		free(c.raw);
 	free(c.scratch);

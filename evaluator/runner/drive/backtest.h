@@ -12,7 +12,11 @@
  * deterministic cut points c (25/50/75 % of the series and three seeded
  * pseudo-random ones) the strategy is re-run, each cut in a fresh host that
  * receives only prices[0..c) (so no call can replay what the full run saw;
- * the later hosts get what is left of the run's CPU and wall limits), on
+ * the later hosts get what is left of the run's CPU and wall limits, and
+ * the run fails with a timeout when all its hosts together used more CPU
+ * than its limit; with a spare box two cuts run side by side, each in its
+ * own box, and the first failing cut in cut order decides the error, as
+ * if they had run one after the other), on
  *   (a) the prefix prices[0..c): its output must equal the full run's output
  *       on [0, c) bit for bit, else the output used bars at or after c;
  *   (b) simulate only: the prefix with its last price replaced by four
@@ -69,13 +73,20 @@ struct bt_request {
 	 * can still fail afterwards (bad verdict): the caller must then undo. */
 	void            (*on_output)(void *arg, const struct bt_result *res);
 	void             *on_output_arg;
-	/* Optional, for cancellation: called with the host's run once it has
-	 * started, and with NULL just before sbx_finish releases it. Between
-	 * the two calls the caller may sbx_kill() the run from another thread
-	 * (serialising against its own NULL call); the run then ends with the
-	 * error the verdict implies, which the caller overrides as it sees fit. */
-	void            (*on_host)(void *arg, struct sbx_run *run);
+	/* Optional, for cancellation: called with a host's run and live 1 once
+	 * it has started, and with live 0 just before sbx_finish releases it
+	 * (up to two hosts at once, from different threads, during the audit).
+	 * Between the two calls the caller may sbx_kill() the run from another
+	 * thread (serialising against its own live-0 call); the run then ends
+	 * with the error the verdict implies, which the caller overrides as it
+	 * sees fit. */
+	void            (*on_host)(void *arg, struct sbx_run *run, int live);
 	void             *on_host_arg;
+	/* Optional: a second box number, leased like sbx.box_id and distinct
+	 * from it, in which the audit runs a second cut alongside the first
+	 * whenever a zygote helper is idle to spare (sbx_start_spare); 0: the
+	 * cuts run one after the other. */
+	uint32_t          spare_box_id;
 };
 
 struct bt_audit {

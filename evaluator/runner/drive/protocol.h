@@ -57,6 +57,7 @@ enum proto_type {
 	PROTO_READY = WIRE_READY,   /* meta {"protocol":1,"python":..,"numpy":..} */
 	PROTO_LOADED = WIRE_LOADED, /* meta {"kind":..,"load_s":..} */
 	PROTO_OUTPUT = WIRE_OUTPUT, /* meta {"bars":n,"host_s":..}, body = n float64 */
+	PROTO_COMPILED = WIRE_COMPILED, /* body = the marshalled code of a LOAD with want_code */
 	PROTO_CHECKED = WIRE_CHECKED,         /* meta = the check's verdict */
 	PROTO_ERROR = WIRE_ERROR,             /* meta {"code","type","message","traceback":[..],"phase"} */
 	PROTO_STREAMING = WIRE_STREAMING,     /* meta {"warmup","compute_interval"} */

@@ -563,7 +563,7 @@ static int s_start(struct sctx *c, json_object *lay)
 	}
 	c->started = 1;
 	if (rq->on_host)
-		rq->on_host(rq->on_host_arg, &c->run);
+		rq->on_host(rq->on_host_arg, &c->run, 1);
 	struct sbx_limits l = spec.limits;
 	double cpu = l.cpu_seconds > 0 ? l.cpu_seconds : 60;
 	double wall = l.wall_seconds > 0 ? l.wall_seconds : 2 * cpu;
@@ -715,7 +715,7 @@ static void s_finish(struct sctx *c)
 		sbx_kill(&c->run);
 	proto_drain_log(&c->conn, failed ? 0.5 : 2.0);
 	if (c->rq->on_host)
-		c->rq->on_host(c->rq->on_host_arg, NULL);
+		c->rq->on_host(c->rq->on_host_arg, &c->run, 0);
 	if (sbx_finish(&c->run, &res->verdict) < 0)
 		res->verdict.status = SBX_XX;
 	size_t keep = c->conn.log.len < sizeof res->log_tail - 1 ? c->conn.log.len : sizeof res->log_tail - 1;

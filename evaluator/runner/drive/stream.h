@@ -38,10 +38,10 @@ struct stream_request {
 	size_t       max_dim;        /* widest embedding row accepted, <= STREAM_MAX_DIM (0: STREAM_MAX_DIM);
 	                                the challenge's embedding_dim, so the runner's buffer is rows x that */
 	/* Optional, for cancellation (as in struct bt_request): called with the
-	 * host's run once it has started and with NULL just before sbx_finish
-	 * releases it; in between the caller may sbx_kill() it from another
-	 * thread, serialising against its own NULL call. */
-	void       (*on_host)(void *arg, struct sbx_run *run);
+	 * host's run and live 1 once it has started and with live 0 just before
+	 * sbx_finish releases it; in between the caller may sbx_kill() it from
+	 * another thread, serialising against its own live-0 call. */
+	void       (*on_host)(void *arg, struct sbx_run *run, int live);
 	void        *on_host_arg;
 	/* Optional: told after each step that `done` of `total` predict calls
 	 * are answered (first with 0 before the loop); called on the driving
@@ -114,7 +114,7 @@ struct stream_eval_opts {
 	const char  *code;
 	size_t       code_len;
 	struct sbx_spec sbx;        /* limits 0 = evaluation defaults (STREAM_CPU_S, ...) */
-	void       (*on_host)(void *arg, struct sbx_run *run); /* optional: stream_request.on_host */
+	void       (*on_host)(void *arg, struct sbx_run *run, int live); /* optional: stream_request.on_host */
 	void        *on_host_arg;
 	void       (*on_progress)(void *arg, size_t done, size_t total); /* optional: stream_request.on_progress */
 	void        *on_progress_arg;

@@ -17,6 +17,7 @@ PROTOCOL = _W["PROTOCOL_VERSION"]
 
 LOAD, DATA, RUN, BYE = _W["LOAD"], _W["DATA"], _W["RUN"], _W["BYE"]
 READY, LOADED, OUTPUT, ERROR = _W["READY"], _W["LOADED"], _W["OUTPUT"], _W["ERROR"]
+COMPILED = _W["COMPILED"]
 CHECK, CHECKED = _W["CHECK"], _W["CHECKED"]  # syntax/contract check of a submission (check.py)
 STREAM, STREAMING, STREAM_DONE = _W["STREAM"], _W["STREAMING"], _W["STREAM_DONE"]  # stream.py
 

@@ -7,6 +7,7 @@ Strategy kinds (docs/strategies.md):
 The output goes back as raw float64; the evaluator validates it.
 """
 import json
+import marshal
 import os
 import struct
 import sys
@@ -43,11 +44,38 @@ class Strategy:
         self.source = source
 
 
-def _load(meta, body):
-    """Compile and execute the source; pick the entry point for `kind`."""
+_CODE_TYPE = type(compile("", STRATEGY_FILE, "exec"))
+
+
+def _given_code(meta, body):
+    """The source of a LOAD and, when the meta names `code_len`, the code
+    object the runner sends after it: what the run's first host compiled from
+    this very source and sent back (COMPILED) before any strategy code ran in
+    it, so an audit host skips the compiler (docs/protocol.md). A malformed
+    one is the runner's fault: ProtocolError."""
+    n = meta.get("code_len")
+    if n is None:
+        return bytes(body), None
+    if type(n) is not int or not 0 <= n < len(body):
+        raise frames.ProtocolError("LOAD code_len out of range")
+    try:
+        code = marshal.loads(body[n:])
+    except (EOFError, ValueError, TypeError) as exc:
+        raise frames.ProtocolError("LOAD code is not marshalled code") from exc
+    if type(code) is not _CODE_TYPE:
+        raise frames.ProtocolError("LOAD code is not a code object")
+    return bytes(body[:n]), code
+
+
+def _load(meta, source, code, chan):
+    """Compile (unless code is given) and execute the source; pick the entry
+    point for `kind`. With `want_code` in the meta, the compiled code goes
+    back as COMPILED before the source executes."""
     want = meta.get("kind", "auto")
-    source = bytes(body)
-    code = compile(source, STRATEGY_FILE, "exec", dont_inherit=True)
+    if code is None:
+        code = compile(source, STRATEGY_FILE, "exec", dont_inherit=True)
+    if meta.get("want_code") is True:
+        chan.send(frames.COMPILED, None, marshal.dumps(code))
     import linecache
     text = source.decode("utf-8", "replace")
     linecache.cache[STRATEGY_FILE] = (len(text), None, text.splitlines(True), STRATEGY_FILE)
@@ -138,9 +166,13 @@ def warm():
     r, w = os.pipe()
     try:
         chan = frames.Channel(r, w)
-        chan.send(frames.LOAD, {"kind": "auto"}, _WARM_SOURCE)
+        code = compile(_WARM_SOURCE, STRATEGY_FILE, "exec", dont_inherit=True)
+        chan.send(frames.LOAD, {"kind": "auto", "code_len": len(_WARM_SOURCE), "want_code": True},
+                  _WARM_SOURCE + marshal.dumps(code))
         _ftype, meta, body = chan.recv()
-        strat = _load(meta, body)
+        source, code = _given_code(meta, body)
+        strat = _load(meta, source, code, chan)
+        chan.recv()  # the COMPILED frame
         prices = np.frombuffer(np.arange(100.0, 108.0).tobytes(), dtype="<f8")
         for bars in (8, 4):
             _run(chan, strat, prices, {"bars": bars, "params": {}})
@@ -176,8 +208,9 @@ def serve(in_fd=0, out_fd=1):
             return
         if ftype == frames.LOAD:
             t0 = time.perf_counter()
+            source, code = _given_code(meta, body)
             try:
-                strat = _load(meta, body)
+                strat = _load(meta, source, code, chan)
             except BaseException as exc:  # noqa: B902
                 if isinstance(exc, KeyboardInterrupt):
                     raise

@@ -33,6 +33,7 @@
 #define WIRE_READY       0x81
 #define WIRE_LOADED      0x82
 #define WIRE_OUTPUT      0x83
+#define WIRE_COMPILED    0x84
 #define WIRE_CHECKED     0x85
 #define WIRE_ERROR       0x8f
 #define WIRE_STREAMING   0x90
