@@ -6,8 +6,10 @@
  * a stack buffer and the prepared-statement cache of common/db.h keys on the
  * resulting text: each kind gets its own cached statements. Values travel
  * only as bound parameters. Transactions are short and READ COMMITTED: a
- * claim is one SELECT ... FOR UPDATE SKIP LOCKED and one UPDATE, after a
- * lock-free hint of whose turn it is (jobq_fair.c); the finish
+ * claim is one UPDATE ... ORDER BY seq LIMIT 1 (autocommitted: the row lock
+ * lasts one statement) that returns the row's seq in LAST_INSERT_ID, then one
+ * SELECT of that row, after a lock-free hint of whose turn it is
+ * (jobq_fair.c); the finish
  * is one guarded UPDATE plus the kind's own statements, committed together
  * or not at all. Every statement that changes a claimed row carries the
  * guard `id = ? AND status = 'running' AND lease_owner = ? AND attempts = ?`.
@@ -111,45 +113,66 @@ static const char *sqlf(char *sql, const char *fmt, ...)
 
 /*
  * Claim the first queued row of kind k, of job owner `who` when not NULL
- * (k->owner_col = who). 1 claimed (l filled), 0 none, -1 error.
+ * (k->owner_col = who), in one statement: an UPDATE of that row to running
+ * (ORDER BY seq LIMIT 1) that also returns its seq through
+ * LAST_INSERT_ID(seq) in the statement's own answer. The UPDATE locks the
+ * row it changes and re-reads a row another claim changed meanwhile (so two
+ * claimers never take the same row), and holds the lock only for the
+ * statement, not for a transaction of four round trips. On a READ
+ * COMMITTED handle (every runner connection) it runs in autocommit; on any
+ * other it is wrapped in a READ COMMITTED transaction (begin), so no gap
+ * lock holds up the API's INSERTs. 1 claimed (l->kind and l->seq set),
+ * 0 none, -1 error.
  */
 static int claim_row(struct db *db, const char *owner, const struct job_kind *k, const char *who,
 		     struct jobq_lease *l, struct buf *err)
 {
-	char sql[SQL_MAX], id[64] = "";
-	struct db_col c[] = { DB_COL_TEXT(id), DB_COL_INT, DB_COL_INT };
-	struct db_arg w[] = { DB_ARG_TEXT(who ? who : "") };
-	bool found = false;
-	if (begin(db, err) != 0)
+	char sql[SQL_MAX];
+	struct db_arg a[] = { DB_ARG_TEXT(owner), DB_ARG_INT(k->lease_s), DB_ARG_TEXT(who ? who : "") };
+	struct db_result res = { 0 };
+	bool txn = !db_read_committed(db);
+	sqlf(sql, "UPDATE %s SET status = 'running', lease_owner = ?, lease_expires_at = NOW(6) + INTERVAL ? SECOND, "
+		  "attempts = attempts + 1, started_at = NOW(6), seq = LAST_INSERT_ID(seq)%s "
+		  "WHERE status = 'queued'%s%s%s ORDER BY seq LIMIT 1", k->table,
+	     k->progress ? ", progress_done = NULL, progress_total = NULL" : "",
+	     who ? " AND " : "", who ? k->owner_col : "", who ? " = ?" : "");
+	if (txn && begin(db, err) != 0)
 		return -1;
-	if (who)
-		sqlf(sql, "SELECT id, attempts, max_attempts FROM %s WHERE status = 'queued' AND %s = ? "
-			  "ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED", k->table, k->owner_col);
-	else
-		sqlf(sql, "SELECT id, attempts, max_attempts FROM %s WHERE status = 'queued' "
-			  "ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED", k->table);
-	if (db_run(db, sql, w, who ? 1 : 0, c, 3, db_row_once, &found, NULL, err) != 0)
+	if (db_run(db, sql, a, who ? 3 : 2, NULL, 0, NULL, NULL, &res, err) != 0 ||
+	    (txn && commit(db, err) != 0))
 		goto fail;
-	if (!found) {
-		db_rollback(db);
+	if (res.affected == 0)
 		return 0;
-	}
 	memset(l, 0, sizeof *l);
 	l->kind = k;
-	snprintf(l->id, sizeof l->id, "%.36s", id);
-	l->attempt = (unsigned)c[1].i + 1;
-	l->max_attempts = (unsigned)c[2].i;
-	struct db_arg a[] = { DB_ARG_TEXT(owner), DB_ARG_INT(k->lease_s), DB_ARG_INT(l->attempt), DB_ARG_TEXT(l->id) };
-	if (db_run(db, sqlf(sql, "UPDATE %s SET status = 'running', lease_owner = ?, "
-			    "lease_expires_at = NOW(6) + INTERVAL ? SECOND, attempts = ?, started_at = NOW(6)%s "
-			    "WHERE id = ?", k->table,
-			    k->progress ? ", progress_done = NULL, progress_total = NULL" : ""),
-	      a, 4, NULL, 0, NULL, NULL, NULL, err) != 0 || commit(db, err) != 0)
-		goto fail;
+	l->seq = res.insert_id;
 	return 1;
 fail:
-	db_rollback(db);
+	if (txn)
+		db_rollback(db);
 	return -1;
+}
+
+/*
+ * The lease of the row this runner (owner) just claimed as l->seq: its id,
+ * attempts (the write guard) and max_attempts. 1, 0 the row is not running
+ * under this owner (it vanished), -1 error.
+ */
+static int claimed_lease(struct db *db, const char *owner, struct jobq_lease *l, struct buf *err)
+{
+	char sql[SQL_MAX], id[64] = "";
+	struct db_col c[] = { DB_COL_TEXT(id), DB_COL_INT, DB_COL_INT };
+	struct db_arg a[] = { DB_ARG_INT((long long)l->seq), DB_ARG_TEXT(owner) };
+	bool found = false;
+	if (db_run(db, sqlf(sql, "SELECT id, attempts, max_attempts FROM %s WHERE " JOBQ_CLAIMED, l->kind->table),
+		   a, 2, c, 3, db_row_once, &found, NULL, err) != 0)
+		return -1;
+	if (!found)
+		return 0;
+	snprintf(l->id, sizeof l->id, "%.36s", id);
+	l->attempt = (unsigned)c[1].i;
+	l->max_attempts = (unsigned)c[2].i;
+	return 1;
 }
 
 /*
@@ -234,7 +257,18 @@ again:
 		j->job = xcalloc(1, k->job_size);
 		j->env = q->k[i].env;
 		struct buf why = BUF_INIT;
-		int rc = k->load(db, &j->lease, j->job, &why);
+		int rc = k->load_claimed ? k->load_claimed(db, q->owner, &j->lease, j->job, &why)
+					 : claimed_lease(db, q->owner, &j->lease, &why);
+		if (rc > 0 && !k->load_claimed)
+			rc = k->load(db, &j->lease, j->job, &why);
+		if (rc < 0 && !j->lease.id[0]) {
+			/* not even the row's id was read (the database failed): the
+			 * lease expires and the reaper puts the row back */
+			buf_printf(err, "%s", buf_cstr(&why));
+			buf_free(&why);
+			jobq_job_free(j);
+			return -1;
+		}
 		if (rc > 0) {
 			buf_free(&why);
 			j->more = queued[i] > 1;

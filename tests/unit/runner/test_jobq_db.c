@@ -32,6 +32,7 @@
 
 #define DBNAME "agenttest_jobq"
 #define RACE_JOBS 40
+#define RACERS    4    /* claimers of the race, on connections of their own */
 
 static struct tmariadb srv;
 static struct db *db;
@@ -242,8 +243,8 @@ static void *claimer_main(void *arg)
 	struct jobq q;
 	struct buf err = BUF_INIT;
 	mysql_thread_init();
-	/* one claimer as the runner connects (READ COMMITTED sessions, no SET
-	 * TRANSACTION per claim), the other with the server's default */
+	/* half the claimers as the runner connects (READ COMMITTED sessions, no
+	 * SET TRANSACTION per claim), the others with the server's default */
 	struct db *d = c->read_committed ? connect_read_committed() : tmariadb_connect(&srv, DBNAME);
 	queue_of(&q, c->owner, c->k);
 	pthread_barrier_wait(c->start);
@@ -252,9 +253,16 @@ static void *claimer_main(void *arg)
 		int got = d ? jobq_claim(d, &q, &j, &err) : -1;
 		if (got <= 0) {
 			c->failed = got < 0;
+			if (got < 0)
+				fprintf(stderr, "%s: %s\n", c->owner, buf_cstr(&err));
 			break;
 		}
 		snprintf(c->ids[c->n++], 37, "%s", j.lease.id);
+		if (j.lease.attempt != 1 || j.lease.kind != c->k) {   /* the lease read back is the row claimed */
+			c->failed = true;
+			jobq_job_free(&j);
+			break;
+		}
 		struct job_outcome o;
 		job_outcome_init(&o);
 		o.status = JOB_COMPLETED;
@@ -270,33 +278,42 @@ static void *claimer_main(void *arg)
 	return NULL;
 }
 
-/* Two claimers drain N jobs: every job claimed once, by one of them. */
+/*
+ * RACERS claimers drain N jobs: every job claimed once, by one of them,
+ * with the attempt its lease says. Half of them connect as the runner does
+ * (READ COMMITTED sessions: the claim is one autocommitted UPDATE), half
+ * with the server's default (the claim wraps it in a transaction).
+ */
 static void race(const struct job_kind *k, int njobs)
 {
 	pthread_barrier_t start;
-	struct claimer *c = calloc(2, sizeof *c);
-	pthread_t th[2];
+	struct claimer *c = calloc(RACERS, sizeof *c);
+	pthread_t th[RACERS];
 	char id[37];
+	int total = 0;
 	assert_non_null(c);
 	clear_tables();
 	for (int i = 0; i < njobs; i++)
 		enqueue(k, "race", i, id);
-	pthread_barrier_init(&start, NULL, 2);
-	for (int t = 0; t < 2; t++) {
+	pthread_barrier_init(&start, NULL, RACERS);
+	for (int t = 0; t < RACERS; t++) {
 		c[t].k = k;
 		c[t].start = &start;
-		c[t].read_committed = t == 1;
+		c[t].read_committed = t % 2 == 1;
 		snprintf(c[t].owner, sizeof c[t].owner, "test:claimer-%d", t);
 		assert_int_equal(pthread_create(&th[t], NULL, claimer_main, &c[t]), 0);
 	}
-	for (int t = 0; t < 2; t++)
+	for (int t = 0; t < RACERS; t++)
 		pthread_join(th[t], NULL);
 	pthread_barrier_destroy(&start);
-	assert_false(c[0].failed || c[1].failed);
-	assert_int_equal(c[0].n + c[1].n, njobs);
-	for (int a = 0; a < 2; a++)
+	for (int t = 0; t < RACERS; t++) {
+		assert_false(c[t].failed);
+		total += c[t].n;
+	}
+	assert_int_equal(total, njobs);
+	for (int a = 0; a < RACERS; a++)
 		for (int i = 0; i < c[a].n; i++)
-			for (int b = 0; b < 2; b++)
+			for (int b = 0; b < RACERS; b++)
 				for (int j = 0; j < c[b].n; j++)
 					if ((a != b || i != j) && strcmp(c[a].ids[i], c[b].ids[j]) == 0)
 						fail_msg("%s claimed twice", c[a].ids[i]);
