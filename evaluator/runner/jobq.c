@@ -179,13 +179,16 @@ static int claimed_lease(struct db *db, const char *owner, struct jobq_lease *l,
  * Claim a queued row of kind k: fair between owners when the kind names its
  * owner column (jobq_fair.c: the owners in turn, each one's oldest row),
  * then oldest first (no owner column, or every owner's row was taken by
- * another runner meanwhile). 1 claimed, 0 none, -1 error.
+ * another runner meanwhile). known: the owners in turn when the caller
+ * read them already (jobq_claim), else NULL. 1 claimed, 0 none, -1 error.
  */
-static int claim_kind(struct db *db, const char *owner, const struct job_kind *k, struct jobq_lease *l,
-		      struct buf *err)
+static int claim_kind(struct db *db, const char *owner, const struct job_kind *k, const struct jobq_fair *known,
+		      struct jobq_lease *l, struct buf *err)
 {
 	struct jobq_fair f = { .n = 0 };
-	if (k->owner_col && jobq_fair_owners(db, k, &f, err) != 0)
+	if (known)
+		f = *known;
+	else if (k->owner_col && jobq_fair_owners(db, k, &f, err) != 0)
 		return -1;
 	for (size_t i = 0; i < f.n; i++) {
 		int got = claim_row(db, owner, k, f.owner[i], l, err);
@@ -196,24 +199,31 @@ static int claim_kind(struct db *db, const char *owner, const struct job_kind *k
 }
 
 /*
- * How many rows matching `where` each kind's table has, counted up to
- * `limit`, in one statement with neither a transaction nor a lock: n[i] for
- * kind q->k[i]. `where` is a constant of the caller (never input). 0 or -1.
+ * Format into sql (SQL_MAX bytes) one SELECT of one row whose column i
+ * counts the rows matching `where` of kind q->k[i]'s table, up to `limit`,
+ * with neither a transaction nor a lock. `where` is a constant of the
+ * caller (never input).
  */
+static void counts_sql(char *sql, const struct jobq *q, const char *where, unsigned limit)
+{
+	size_t off = (size_t)snprintf(sql, SQL_MAX, "SELECT ");
+	for (size_t i = 0; i < q->n && off < SQL_MAX; i++)
+		off += (size_t)snprintf(sql + off, SQL_MAX - off, "%s(SELECT COUNT(*) FROM (SELECT 1 FROM %s WHERE %s "
+					"LIMIT %u) AS k%zu) AS n%zu", i ? ", " : "", q->k[i].kind->table, where, limit, i, i);
+	if (off >= SQL_MAX)
+		abort();   /* the kinds' table names and the conditions are constants far below SQL_MAX */
+}
+
+/* How many rows matching `where` each kind's table has, up to `limit` (counts_sql): n[i] for q->k[i]. 0 or -1. */
 static int kind_counts(struct db *db, const struct jobq *q, const char *where, unsigned limit,
 		       unsigned n[JOBQ_KINDS_MAX], struct buf *err)
 {
 	char sql[SQL_MAX];
 	struct db_col c[JOBQ_KINDS_MAX];
 	bool found = false;
-	size_t off = (size_t)snprintf(sql, sizeof sql, "SELECT ");
-	for (size_t i = 0; i < q->n && off < sizeof sql; i++) {
+	counts_sql(sql, q, where, limit);
+	for (size_t i = 0; i < q->n; i++)
 		c[i] = (struct db_col)DB_COL_INT;
-		off += (size_t)snprintf(sql + off, sizeof sql - off, "%s(SELECT COUNT(*) FROM (SELECT 1 FROM %s WHERE %s "
-					"LIMIT %u) AS k%zu)", i ? ", " : "", q->k[i].kind->table, where, limit, i);
-	}
-	if (off >= sizeof sql)
-		abort();   /* the kinds' table names and the conditions are constants far below SQL_MAX */
 	if (db_run(db, sql, NULL, 0, c, q->n, db_row_once, &found, NULL, err) != 0)
 		return -1;
 	for (size_t i = 0; i < q->n; i++)
@@ -223,33 +233,48 @@ static int kind_counts(struct db *db, const struct jobq *q, const char *where, u
 
 /*
  * How many queued rows each kind has, counted up to 2 (none, one, more)
- * (kind_counts). Most claims find nothing (a slot that just finished, a
+ * (counts_sql). Most claims find nothing (a slot that just finished, a
  * wake-up another slot served), and this makes such a claim one round trip
- * instead of four per kind; "more than one" tells a slot that claimed one
- * whether another slot should look too. A hint only: a row seen here may be
- * claimed by another runner first (the locking claim then finds none), and
- * a row committed just after it is found by the next claim, exactly as after
- * an empty locking claim. 0 or -1.
+ * instead of a claim per kind; "more than one" tells a slot that claimed one
+ * whether another slot should look too. When the first kind is claimed fair
+ * between owners (owner_col), the same statement also says whose turn it is
+ * in that kind (jobq_fair_owners_with into *first), which saves the claim of
+ * a run a round trip. A hint only: a row seen here may be claimed by
+ * another runner first (the claim then finds none), and a row committed
+ * just after it is found by the next claim, exactly as after an empty
+ * claim. 0 or -1.
  */
-static int queued_kinds(struct db *db, const struct jobq *q, unsigned n[JOBQ_KINDS_MAX], struct buf *err)
+static int queued_kinds(struct db *db, const struct jobq *q, unsigned n[JOBQ_KINDS_MAX], struct jobq_fair *first,
+			struct buf *err)
 {
-	return kind_counts(db, q, "status = 'queued'", 2, n, err);
+	const struct job_kind *k0 = q->k[0].kind;
+	char sql[SQL_MAX];
+	long long v[JOBQ_KINDS_MAX];
+	if (!k0->owner_col)
+		return kind_counts(db, q, "status = 'queued'", 2, n, err);
+	counts_sql(sql, q, "status = 'queued'", 2);
+	if (jobq_fair_owners_with(db, k0, sql, q->n, v, first, err) != 0)
+		return -1;
+	for (size_t i = 0; i < q->n; i++)
+		n[i] = v[i] > 0 ? (unsigned)v[i] : 0;
+	return 0;
 }
 
 int jobq_claim(struct db *db, const struct jobq *q, struct jobq_job *j, struct buf *err)
 {
 	unsigned queued[JOBQ_KINDS_MAX];
+	struct jobq_fair first = { .n = 0 };
 	memset(j, 0, sizeof *j);
 	if (q->n == 0)
 		return 0;
 again:
-	if (queued_kinds(db, q, queued, err) != 0)
+	if (queued_kinds(db, q, queued, &first, err) != 0)
 		return -1;
 	for (size_t i = 0; i < q->n; i++) {
 		const struct job_kind *k = q->k[i].kind;
 		if (queued[i] == 0)
 			continue;
-		int got = claim_kind(db, q->owner, k, &j->lease, err);
+		int got = claim_kind(db, q->owner, k, i == 0 && k->owner_col ? &first : NULL, &j->lease, err);
 		if (got < 0)
 			return -1;
 		if (got == 0)

@@ -547,6 +547,46 @@ static void test_fair_share(void **state)
 	}
 }
 
+/*
+ * Two fair kinds in one queue: the first kind's turn order comes with the
+ * statement that counts every kind's queued rows, so check that the
+ * priority between kinds, the fair order within the first and the "more"
+ * hint all still hold when the first kind has none, one or several rows.
+ */
+static void test_fair_two_kinds(void **state)
+{
+	(void)state;
+	struct jobq q;
+	struct jobq_job j;
+	char r[3][37], e[2][37];
+	clear_tables();
+	jobq_init(&q, "test:fair2");
+	assert_true(jobq_add(&q, &t_fair_runs, NULL));
+	assert_true(jobq_add(&q, &t_fair_evals, NULL));
+	claim_expect(db, &q, &j, NULL);                  /* nothing queued anywhere */
+	enqueue_for(&t_fair_evals, 2, "twoE", 0, e[0]);
+	claim_expect(db, &q, &j, e[0]);                   /* no run queued: the evaluation */
+	assert_false(j.more);
+	assert_int_equal(process(db, &q, &j, false), JOBQ_WRITTEN);
+	enqueue_for(&t_fair_runs, 1, "twoA", 0, r[0]);
+	enqueue_for(&t_fair_runs, 1, "twoA", 1, r[1]);
+	enqueue_for(&t_fair_runs, 2, "twoB", 0, r[2]);
+	enqueue_for(&t_fair_evals, 2, "twoE", 1, e[1]);
+	claim_expect(db, &q, &j, r[0]);                   /* runs before evaluations; oldest owner first */
+	assert_true(j.more);
+	assert_int_equal(process(db, &q, &j, false), JOBQ_WRITTEN);
+	claim_expect(db, &q, &j, r[2]);                   /* owner 2 never served: its turn */
+	assert_true(j.more);
+	assert_int_equal(process(db, &q, &j, false), JOBQ_WRITTEN);
+	claim_expect(db, &q, &j, r[1]);
+	assert_true(j.more);                               /* the evaluation is still queued */
+	assert_int_equal(process(db, &q, &j, false), JOBQ_WRITTEN);
+	claim_expect(db, &q, &j, e[1]);
+	assert_false(j.more);
+	assert_int_equal(process(db, &q, &j, false), JOBQ_WRITTEN);
+	claim_expect(db, &q, &j, NULL);
+}
+
 /* An evaluation kind that records progress, as eval_job.c's does. */
 static const struct job_kind t_prog_evals = { .name = "evaluation", .table = "evaluations", .lease_s = 60,
 					      .job_size = sizeof(struct tjob), .load = t_load, .execute = t_execute,
@@ -693,6 +733,7 @@ int main(void)
 		cmocka_unit_test(test_lease_expiry_and_reclaim),
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_fair_share),
+		cmocka_unit_test(test_fair_two_kinds),
 		cmocka_unit_test(test_heartbeat_progress),
 		cmocka_unit_test(test_kinds_mask_and_session),
 	};
