@@ -177,18 +177,17 @@ static int claimed_lease(struct db *db, const char *owner, struct jobq_lease *l,
 
 /*
  * Claim a queued row of kind k: fair between owners when the kind names its
- * owner column (jobq_fair.c: the owners in turn, each one's oldest row),
- * then oldest first (no owner column, or every owner's row was taken by
- * another runner meanwhile). known: the owners in turn when the caller
- * read them already (jobq_claim), else NULL. 1 claimed, 0 none, -1 error.
+ * owner column and more than one owner has a queued row (`several`, from
+ * the hint: jobq_fair.c gives the owners in turn, each one's oldest row),
+ * then oldest first (no owner column, a single owner waiting, whose oldest
+ * row that is, or every owner's row was taken by another runner
+ * meanwhile). 1 claimed, 0 none, -1 error.
  */
-static int claim_kind(struct db *db, const char *owner, const struct job_kind *k, const struct jobq_fair *known,
+static int claim_kind(struct db *db, const char *owner, const struct job_kind *k, bool several,
 		      struct jobq_lease *l, struct buf *err)
 {
 	struct jobq_fair f = { .n = 0 };
-	if (known)
-		f = *known;
-	else if (k->owner_col && jobq_fair_owners(db, k, &f, err) != 0)
+	if (k->owner_col && several && jobq_fair_owners(db, k, &f, err) != 0)
 		return -1;
 	for (size_t i = 0; i < f.n; i++) {
 		int got = claim_row(db, owner, k, f.owner[i], l, err);
@@ -199,31 +198,24 @@ static int claim_kind(struct db *db, const char *owner, const struct job_kind *k
 }
 
 /*
- * Format into sql (SQL_MAX bytes) one SELECT of one row whose column i
- * counts the rows matching `where` of kind q->k[i]'s table, up to `limit`,
- * with neither a transaction nor a lock. `where` is a constant of the
- * caller (never input).
+ * How many rows matching `where` each kind's table has, counted up to
+ * `limit`, in one statement with neither a transaction nor a lock: n[i] for
+ * kind q->k[i]. `where` is a constant of the caller (never input). 0 or -1.
  */
-static void counts_sql(char *sql, const struct jobq *q, const char *where, unsigned limit)
-{
-	size_t off = (size_t)snprintf(sql, SQL_MAX, "SELECT ");
-	for (size_t i = 0; i < q->n && off < SQL_MAX; i++)
-		off += (size_t)snprintf(sql + off, SQL_MAX - off, "%s(SELECT COUNT(*) FROM (SELECT 1 FROM %s WHERE %s "
-					"LIMIT %u) AS k%zu) AS n%zu", i ? ", " : "", q->k[i].kind->table, where, limit, i, i);
-	if (off >= SQL_MAX)
-		abort();   /* the kinds' table names and the conditions are constants far below SQL_MAX */
-}
-
-/* How many rows matching `where` each kind's table has, up to `limit` (counts_sql): n[i] for q->k[i]. 0 or -1. */
 static int kind_counts(struct db *db, const struct jobq *q, const char *where, unsigned limit,
 		       unsigned n[JOBQ_KINDS_MAX], struct buf *err)
 {
 	char sql[SQL_MAX];
 	struct db_col c[JOBQ_KINDS_MAX];
 	bool found = false;
-	counts_sql(sql, q, where, limit);
-	for (size_t i = 0; i < q->n; i++)
+	size_t off = (size_t)snprintf(sql, sizeof sql, "SELECT ");
+	for (size_t i = 0; i < q->n && off < sizeof sql; i++) {
 		c[i] = (struct db_col)DB_COL_INT;
+		off += (size_t)snprintf(sql + off, sizeof sql - off, "%s(SELECT COUNT(*) FROM (SELECT 1 FROM %s WHERE %s "
+					"LIMIT %u) AS k%zu)", i ? ", " : "", q->k[i].kind->table, where, limit, i);
+	}
+	if (off >= sizeof sql)
+		abort();   /* the kinds' table names and the conditions are constants far below SQL_MAX */
 	if (db_run(db, sql, NULL, 0, c, q->n, db_row_once, &found, NULL, err) != 0)
 		return -1;
 	for (size_t i = 0; i < q->n; i++)
@@ -231,50 +223,75 @@ static int kind_counts(struct db *db, const struct jobq *q, const char *where, u
 	return 0;
 }
 
-/*
- * How many queued rows each kind has, counted up to 2 (none, one, more)
- * (counts_sql). Most claims find nothing (a slot that just finished, a
- * wake-up another slot served), and this makes such a claim one round trip
- * instead of a claim per kind; "more than one" tells a slot that claimed one
- * whether another slot should look too. When the first kind is claimed fair
- * between owners (owner_col), the same statement also says whose turn it is
- * in that kind (jobq_fair_owners_with into *first), which saves the claim of
- * a run a round trip. A hint only: a row seen here may be claimed by
- * another runner first (the claim then finds none), and a row committed
- * just after it is found by the next claim, exactly as after an empty
- * claim. 0 or -1.
- */
-static int queued_kinds(struct db *db, const struct jobq *q, unsigned n[JOBQ_KINDS_MAX], struct jobq_fair *first,
-			struct buf *err)
+/* What the hint knows of each kind's queue. */
+struct queued {
+	unsigned n[JOBQ_KINDS_MAX];         /* queued rows: 0, 1, or 2 for more than one */
+	bool     several[JOBQ_KINDS_MAX];   /* more than one owner has a queued row (owner_col kinds) */
+};
+
+/* Row callback of queued_kinds: (kind index, MIN(seq), MAX(seq), several owners). */
+static bool queued_row(void *ctx, const struct db_col *c, size_t ncols)
 {
-	const struct job_kind *k0 = q->k[0].kind;
-	char sql[SQL_MAX];
-	long long v[JOBQ_KINDS_MAX];
-	if (!k0->owner_col)
-		return kind_counts(db, q, "status = 'queued'", 2, n, err);
-	counts_sql(sql, q, "status = 'queued'", 2);
-	if (jobq_fair_owners_with(db, k0, sql, q->n, v, first, err) != 0)
-		return -1;
-	for (size_t i = 0; i < q->n; i++)
-		n[i] = v[i] > 0 ? (unsigned)v[i] : 0;
-	return 0;
+	struct queued *qd = ctx;
+	(void)ncols;
+	if (c[0].is_null || c[0].i < 0 || c[0].i >= JOBQ_KINDS_MAX)
+		return true;
+	size_t i = (size_t)c[0].i;
+	qd->n[i] = c[1].is_null ? 0 : c[1].i == c[2].i ? 1 : 2;
+	qd->several[i] = !c[3].is_null && c[3].i != 0;
+	return true;
+}
+
+/*
+ * How many queued rows each kind has, up to 2 (none, one, more), and for a
+ * kind with an owner column whether more than one owner waits, in one
+ * lock-free statement: per kind MIN(seq) and MAX(seq) of its queued rows
+ * (equal: one row) and MIN(owner) <> MAX(owner), which the server answers
+ * from the ends of the (status, seq) and (status, owner, seq) indexes
+ * without reading a row; a UNION ALL of one such SELECT per kind, tagged
+ * with the kind's index. (Counting with LIMIT 2 in a derived table per kind
+ * cost the server about three times as much to plan.) Most claims find
+ * nothing (a wake-up another slot served), and this makes such a claim one
+ * round trip; "more than one" tells a slot that claimed one whether another
+ * slot should look too; "one owner" spares the fair-share query. A hint
+ * only: a row seen here may be claimed by another runner first (the claim
+ * then finds none), and a row committed just after it is found by the next
+ * claim, exactly as after an empty claim. 0 or -1.
+ */
+static int queued_kinds(struct db *db, const struct jobq *q, struct queued *out, struct buf *err)
+{
+	char sql[SQL_MAX], owners[JOBQ_OWNER_MAX];
+	struct db_col c[] = { DB_COL_INT, DB_COL_INT, DB_COL_INT, DB_COL_INT };
+	size_t off = 0;
+	memset(out, 0, sizeof *out);
+	for (size_t i = 0; i < q->n && off < sizeof sql; i++) {
+		const struct job_kind *k = q->k[i].kind;
+		if (k->owner_col)
+			snprintf(owners, sizeof owners, "MIN(%s) <> MAX(%s)", k->owner_col, k->owner_col);
+		else
+			snprintf(owners, sizeof owners, "0");
+		off += (size_t)snprintf(sql + off, sizeof sql - off, "%sSELECT %zu, MIN(seq), MAX(seq), %s FROM %s "
+					"WHERE status = 'queued'", i ? " UNION ALL " : "", i, owners, k->table);
+	}
+	if (off >= sizeof sql)
+		abort();   /* the kinds' table and column names are constants far below SQL_MAX */
+	return db_run(db, sql, NULL, 0, c, 4, queued_row, out, NULL, err);
 }
 
 int jobq_claim(struct db *db, const struct jobq *q, struct jobq_job *j, struct buf *err)
 {
-	unsigned queued[JOBQ_KINDS_MAX];
-	struct jobq_fair first = { .n = 0 };
+	struct queued qd;
 	memset(j, 0, sizeof *j);
 	if (q->n == 0)
 		return 0;
 again:
-	if (queued_kinds(db, q, queued, &first, err) != 0)
+	if (queued_kinds(db, q, &qd, err) != 0)
 		return -1;
 	for (size_t i = 0; i < q->n; i++) {
 		const struct job_kind *k = q->k[i].kind;
-		if (queued[i] == 0)
+		if (qd.n[i] == 0)
 			continue;
-		int got = claim_kind(db, q->owner, k, i == 0 && k->owner_col ? &first : NULL, &j->lease, err);
+		int got = claim_kind(db, q->owner, k, qd.several[i], &j->lease, err);
 		if (got < 0)
 			return -1;
 		if (got == 0)
@@ -296,9 +313,9 @@ again:
 		}
 		if (rc > 0) {
 			buf_free(&why);
-			j->more = queued[i] > 1;
+			j->more = qd.n[i] > 1;
 			for (size_t m = i + 1; m < q->n; m++)
-				j->more = j->more || queued[m] > 0;
+				j->more = j->more || qd.n[m] > 0;
 			return 1;
 		}
 		/* the row cannot be executed by anyone: final, not retried */

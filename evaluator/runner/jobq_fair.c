@@ -24,26 +24,13 @@
 
 #include "evaluator/runner/jobq_fair.h"
 
-#define FAIR_SQL_MAX 4096
+#define FAIR_SQL_MAX 1536
 
-/* What the row callback fills: the owners, and the head columns of the first row. */
-struct fair_rows {
-	struct jobq_fair *f;
-	long long        *head;
-	size_t            nhead;
-	bool              seen;
-};
-
-/* Row callback: the head columns of the first row; one owner per row (none when NULL). */
+/* Row callback: append one owner to the list in ctx. */
 static bool collect_owner(void *ctx, const struct db_col *c, size_t ncols)
 {
-	struct fair_rows *r = ctx;
-	struct jobq_fair *f = r->f;
-	if (!r->seen) {
-		r->seen = true;
-		for (size_t i = 0; i < r->nhead && i + 1 < ncols; i++)
-			r->head[i] = c[i + 1].is_null ? 0 : c[i + 1].i;
-	}
+	(void)ncols;
+	struct jobq_fair *f = ctx;
 	if (f->n == JOBQ_FAIR_CANDIDATES || c[0].is_null)
 		return f->n < JOBQ_FAIR_CANDIDATES;
 	snprintf(f->owner[f->n++], JOBQ_FAIR_OWNER_MAX, "%.*s", (int)c[0].len, c[0].buf);
@@ -51,46 +38,23 @@ static bool collect_owner(void *ctx, const struct db_col *c, size_t ncols)
 }
 
 /* An owner never served has MAX(started_at) NULL, and NULL sorts first in
- * MariaDB's ascending order: a newcomer goes before everyone served. The
- * head's one row is LEFT JOINed to the owners, so it comes back (with a NULL
- * owner) when no row is queued. */
-int jobq_fair_owners_with(struct db *db, const struct job_kind *k, const char *head_sql, size_t nhead,
-			  long long *head, struct jobq_fair *out, struct buf *err)
+ * MariaDB's ascending order: a newcomer goes before everyone served. */
+int jobq_fair_owners(struct db *db, const struct job_kind *k, struct jobq_fair *out, struct buf *err)
 {
 	char sql[FAIR_SQL_MAX], owner[JOBQ_FAIR_OWNER_MAX];
-	struct db_col c[1 + JOBQ_FAIR_HEAD_MAX] = { DB_COL_TEXT(owner) };
-	struct fair_rows rows = { .f = out, .head = head, .nhead = nhead, .seen = false };
+	struct db_col c[] = { DB_COL_TEXT(owner) };
 	const char *t = k->table, *o = k->owner_col;
-	int len;
 	out->n = 0;
-	if (nhead > JOBQ_FAIR_HEAD_MAX) {
-		buf_printf(err, "the fair-share query of %s has too many head columns", k->name);
-		return -1;
-	}
-	for (size_t i = 0; i < nhead; i++) {
-		c[1 + i] = (struct db_col)DB_COL_INT;
-		head[i] = 0;
-	}
-	if (nhead)
-		len = snprintf(sql, sizeof sql, "SELECT CAST(f.o AS CHAR), h.* FROM (%s) AS h LEFT JOIN ", head_sql);
-	else
-		len = snprintf(sql, sizeof sql, "SELECT CAST(f.o AS CHAR) FROM ");
-	if (len >= 0 && (size_t)len < sizeof sql)
-		len += snprintf(sql + len, sizeof sql - (size_t)len,
-				"(SELECT %s AS o, MIN(seq) AS first_seq FROM %s "
-				"WHERE status = 'queued' GROUP BY %s) AS f %sORDER BY "
-				"(SELECT COUNT(*) FROM %s r WHERE r.status = 'running' AND r.%s = f.o), "
-				"(SELECT MAX(s.started_at) FROM %s s WHERE s.%s = f.o), "
-				"f.first_seq LIMIT %d",
-				o, t, o, nhead ? "ON TRUE " : "", t, o, t, o, JOBQ_FAIR_CANDIDATES);
+	int len = snprintf(sql, sizeof sql,
+			   "SELECT CAST(f.o AS CHAR) FROM (SELECT %s AS o, MIN(seq) AS first_seq FROM %s "
+			   "WHERE status = 'queued' GROUP BY %s) AS f ORDER BY "
+			   "(SELECT COUNT(*) FROM %s r WHERE r.status = 'running' AND r.%s = f.o), "
+			   "(SELECT MAX(s.started_at) FROM %s s WHERE s.%s = f.o), "
+			   "f.first_seq LIMIT %d",
+			   o, t, o, t, o, t, o, JOBQ_FAIR_CANDIDATES);
 	if (len < 0 || (size_t)len >= sizeof sql) {
 		buf_printf(err, "the fair-share query of %s does not fit", k->name);
 		return -1;
 	}
-	return db_run(db, sql, NULL, 0, c, 1 + nhead, collect_owner, &rows, NULL, err);
-}
-
-int jobq_fair_owners(struct db *db, const struct job_kind *k, struct jobq_fair *out, struct buf *err)
-{
-	return jobq_fair_owners_with(db, k, NULL, 0, NULL, out, err);
+	return db_run(db, sql, NULL, 0, c, 1, collect_owner, out, NULL, err);
 }

@@ -12,7 +12,6 @@
 
 #define JOBQ_FAIR_CANDIDATES 8    /* owners tried per claim before oldest-first */
 #define JOBQ_FAIR_OWNER_MAX  64   /* an owner value as text: a BIGINT or a UUID */
-#define JOBQ_FAIR_HEAD_MAX   JOBQ_KINDS_MAX   /* integer columns jobq_fair_owners_with can add */
 
 /* Owners in the order they are to be served. */
 struct jobq_fair {
@@ -27,15 +26,5 @@ struct jobq_fair {
  * A hint read without locks: the claim that follows locks the row. 0 or -1.
  */
 int jobq_fair_owners(struct db *db, const struct job_kind *k, struct jobq_fair *out, struct buf *err);
-
-/*
- * The same, in the same statement as head_sql: a SELECT (a constant of the
- * caller, never input) of one row of nhead integer columns (at most
- * JOBQ_FAIR_HEAD_MAX), whose values go into head (NULL as 0). So a claim
- * asks its other questions (which kinds have queued rows) and whose turn
- * it is in one round trip. 0 or -1.
- */
-int jobq_fair_owners_with(struct db *db, const struct job_kind *k, const char *head_sql, size_t nhead,
-			  long long *head, struct jobq_fair *out, struct buf *err);
 
 #endif
