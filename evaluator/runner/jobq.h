@@ -194,6 +194,17 @@ struct job_kind {
 	 * its own and is at most a heartbeat (about a second) old.
 	 */
 	bool progress;
+	/*
+	 * Optional: finishing a job of this kind never queues other work (its
+	 * columns and commit write only its own results). A slot whose claim of
+	 * such a job saw no other queued row (jobq_job.more false) then sleeps
+	 * after it until a wake-up instead of asking the queue again at once:
+	 * whatever was queued meanwhile on this host sent a wake-up, which is
+	 * kept for the slot (main.c). Leave it false for a kind whose commit
+	 * queues jobs (an agent's next iteration, a prefetch's paper steps):
+	 * those come with no wake-up and are found by the next claim.
+	 */
+	bool queues_nothing;
 };
 
 /* The kinds a runner serves, in claim priority, and its lease owner. */

@@ -26,8 +26,9 @@
  *              LOCKED, short transaction) → jobq_process (the kind's
  *              execute in the sandbox, then hand back, retry or the one
  *              finishing write guarded by lease owner + attempt)
- *              → claim again at once; when every queue is empty, sleep
- *              until `gen` changes.
+ *              → claim again at once when the claim saw more queued
+ *              (or the kind's finish may queue work), else, as when every
+ *              queue is empty, sleep until a wake-up (a token or `gen`).
  *
  * The lease owner is "<host>:<pid>:<random>", one per process; the write
  * guard adds the attempt number, so a slot whose lease was lost (a stalled
@@ -303,14 +304,21 @@ static void *slot_main(void *arg)
 			}
 		}
 		if (got > 0) {
+			/* ask the queue again at once only when the claim saw more
+			 * queued, or the job may queue more itself; else whatever
+			 * is queued meanwhile comes with a wake-up (a token kept
+			 * for the slot below, or gen bumped by a re-queue) */
+			bool again = j.more || !j.lease.kind->queues_nothing;
 			if (j.more)
 				wake_some(1, true);   /* more is queued: one idle slot looks */
 			slot_run(s, c, &j);
 			jobq_job_free(&j);
 			slot_leave(s);
-			continue;
+			if (again)
+				continue;
+		} else {
+			slot_leave(s);
 		}
-		slot_leave(s);
 		pthread_mutex_lock(&R.mu);
 		while (R.gen == seen && R.tokens == 0 && !R.stopping) {
 			R.waiting++;

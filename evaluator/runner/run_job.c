@@ -489,5 +489,5 @@ static void run_release(void *job)
 const struct job_kind run_kind = {
 	.name = "run", .table = "runs", .lease_s = RUNNER_LEASE_S, .job_size = sizeof(struct run_job),
 	.load = run_load, .load_claimed = run_load_claimed, .execute = run_execute, .columns = run_columns, .commit = run_commit,
-	.release = run_release, .owner_col = "owner_id",
+	.release = run_release, .owner_col = "owner_id", .queues_nothing = true,
 };
