@@ -197,32 +197,6 @@ static int claim_kind(struct db *db, const char *owner, const struct job_kind *k
 	return claim_row(db, owner, k, NULL, l, err);
 }
 
-/*
- * How many rows matching `where` each kind's table has, counted up to
- * `limit`, in one statement with neither a transaction nor a lock: n[i] for
- * kind q->k[i]. `where` is a constant of the caller (never input). 0 or -1.
- */
-static int kind_counts(struct db *db, const struct jobq *q, const char *where, unsigned limit,
-		       unsigned n[JOBQ_KINDS_MAX], struct buf *err)
-{
-	char sql[SQL_MAX];
-	struct db_col c[JOBQ_KINDS_MAX];
-	bool found = false;
-	size_t off = (size_t)snprintf(sql, sizeof sql, "SELECT ");
-	for (size_t i = 0; i < q->n && off < sizeof sql; i++) {
-		c[i] = (struct db_col)DB_COL_INT;
-		off += (size_t)snprintf(sql + off, sizeof sql - off, "%s(SELECT COUNT(*) FROM (SELECT 1 FROM %s WHERE %s "
-					"LIMIT %u) AS k%zu)", i ? ", " : "", q->k[i].kind->table, where, limit, i);
-	}
-	if (off >= sizeof sql)
-		abort();   /* the kinds' table names and the conditions are constants far below SQL_MAX */
-	if (db_run(db, sql, NULL, 0, c, q->n, db_row_once, &found, NULL, err) != 0)
-		return -1;
-	for (size_t i = 0; i < q->n; i++)
-		n[i] = found && !c[i].is_null && c[i].i > 0 ? (unsigned)c[i].i : 0;
-	return 0;
-}
-
 /* What the hint knows of each kind's queue. */
 struct queued {
 	unsigned n[JOBQ_KINDS_MAX];         /* queued rows: 0, 1, or 2 for more than one */
@@ -669,16 +643,38 @@ fail:
 	return -1;
 }
 
+/* Row callback of expired_kinds: (kind index, 1 when its oldest lease expired). */
+static bool expired_row(void *ctx, const struct db_col *c, size_t ncols)
+{
+	unsigned *n = ctx;
+	(void)ncols;
+	if (!c[0].is_null && c[0].i >= 0 && c[0].i < JOBQ_KINDS_MAX)
+		n[c[0].i] = !c[1].is_null && c[1].i != 0;
+	return true;
+}
+
 /*
- * Which kinds have an expired lease (kind_counts up to 1, each reading the
- * (status, lease_expires_at) index). Nearly every reap finds none, and this
- * makes it one round trip instead of a locking transaction per kind. A hint
- * only: a lease renewed after it is read is skipped by the locking SELECT,
- * and one that expires after it by the next reap. 0 or -1.
+ * Which kinds have an expired lease, in one lock-free statement: per kind
+ * whether the earliest lease_expires_at of its running rows is past, which
+ * the server reads from the end of the (status, lease_expires_at) index
+ * (a UNION ALL of one such SELECT per kind, as queued_kinds). Nearly every
+ * reap finds none, and this makes it one round trip instead of a locking
+ * transaction per kind. A hint only: a lease renewed after it is read is
+ * skipped by the locking SELECT, and one that expires after it by the next
+ * reap. n[i] is 1 or 0. 0 or -1.
  */
 static int expired_kinds(struct db *db, const struct jobq *q, unsigned n[JOBQ_KINDS_MAX], struct buf *err)
 {
-	return kind_counts(db, q, "status = 'running' AND lease_expires_at < NOW(6)", 1, n, err);
+	char sql[SQL_MAX];
+	struct db_col c[] = { DB_COL_INT, DB_COL_INT };
+	size_t off = 0;
+	memset(n, 0, JOBQ_KINDS_MAX * sizeof *n);
+	for (size_t i = 0; i < q->n && off < sizeof sql; i++)
+		off += (size_t)snprintf(sql + off, sizeof sql - off, "%sSELECT %zu, MIN(lease_expires_at) < NOW(6) FROM %s "
+					"WHERE status = 'running'", i ? " UNION ALL " : "", i, q->k[i].kind->table);
+	if (off >= sizeof sql)
+		abort();   /* the kinds' table names are constants far below SQL_MAX */
+	return db_run(db, sql, NULL, 0, c, 2, expired_row, n, NULL, err);
 }
 
 int jobq_reap(struct db *db, const struct jobq *q, struct buf *err)
