@@ -287,7 +287,7 @@ static void *slot_main(void *arg)
 		if (!slot_enter(s, &seen))
 			break;
 		int got = 0;
-		struct jobq_job j;
+		struct jobq_job j = { .job = NULL };   /* filled by jobq_claim */
 		if (!c) {
 			buf_reset(&err);
 			c = rdb_connect(R.db_url, &err);
