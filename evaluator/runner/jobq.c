@@ -252,6 +252,29 @@ static int queued_kinds(struct db *db, const struct jobq *q, struct queued *out,
 	return db_run(db, sql, NULL, 0, c, 4, queued_row, out, NULL, err);
 }
 
+/*
+ * A claimed row (l->kind, l->seq) that was not running under q->owner when
+ * read: a stall past the lease between the UPDATE and the read let another
+ * runner reap it. Tell q->claim_lost, with the row's id when it still
+ * exists (a read by seq, only on this rare path; its failure leaves the id
+ * empty).
+ */
+static void claim_lost(struct db *db, const struct jobq *q, struct jobq_lease *l)
+{
+	char sql[SQL_MAX], id[64] = "";
+	struct db_col c[] = { DB_COL_TEXT(id) };
+	struct db_arg a[] = { DB_ARG_INT((long long)l->seq) };
+	struct buf err = BUF_INIT;
+	bool found = false;
+	if (!q->claim_lost)
+		return;
+	if (db_run(db, sqlf(sql, "SELECT id FROM %s WHERE seq = ?", l->kind->table), a, 1, c, 1, db_row_once, &found,
+		   NULL, &err) == 0 && found)
+		snprintf(l->id, sizeof l->id, "%.36s", id);
+	buf_free(&err);
+	q->claim_lost(l);
+}
+
 int jobq_claim(struct db *db, const struct jobq *q, struct jobq_job *j, struct buf *err)
 {
 	struct queued qd;
@@ -285,6 +308,13 @@ again:
 			jobq_job_free(j);
 			return -1;
 		}
+		if (rc == 0) {
+			/* not running under our lease any more (or deleted): never executed here */
+			buf_free(&why);
+			claim_lost(db, q, &j->lease);
+			jobq_job_free(j);
+			goto again;
+		}
 		if (rc > 0) {
 			buf_free(&why);
 			j->more = qd.n[i] > 1;
@@ -295,11 +325,10 @@ again:
 		/* the row cannot be executed by anyone: final, not retried */
 		struct job_outcome o;
 		job_outcome_init(&o);
-		job_outcome_fail(&o, "internal", "the %s cannot be loaded: %s", k->name,
-				 rc == 0 ? "its row vanished" : buf_cstr(&why));
+		job_outcome_fail(&o, "internal", "the %s cannot be loaded: %s", k->name, buf_cstr(&why));
 		buf_free(&why);
 		struct jobq_job bare = { .lease = j->lease, .job = NULL, .env = j->env };
-		int w = rc == 0 ? 1 : jobq_finish(db, q->owner, &bare, &o, err);
+		int w = jobq_finish(db, q->owner, &bare, &o, err);
 		job_outcome_free(&o);
 		jobq_job_free(j);
 		if (w < 0)

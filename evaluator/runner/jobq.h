@@ -215,6 +215,14 @@ struct jobq {
 	} k[JOBQ_KINDS_MAX];
 	size_t n;
 	char   owner[JOBQ_OWNER_MAX];   /* "<host>:<pid>:<random>" */
+	/*
+	 * Optional: told of a row this runner claimed that was no longer
+	 * running under its lease when it read it (l->id, when the row still
+	 * exists, and l->seq): the process stalled past the lease between the
+	 * claim and the read, and another runner reaped it and may run it now.
+	 * The job is not executed here; nothing is written about it.
+	 */
+	void (*claim_lost)(const struct jobq_lease *l);
 };
 
 /* An empty queue for lease owner `owner`. */

@@ -230,6 +230,13 @@ static void log_write_retry(const struct jobq_lease *l, unsigned tries, const ch
 	buf_free(&b);
 }
 
+/* jobq.claim_lost: a claim whose row another runner reaped before this one read it. */
+static void log_claim_lost(const struct jobq_lease *l)
+{
+	log_run(LOG_LVL_WARNING, "lease_lost", l->id[0] ? l->id : "?",
+		"claim lost before the job was read (stalled past the lease): another runner owns the job");
+}
+
 /* Execute one claimed job and write its outcome; the slot is busy (slot_enter). */
 static void slot_run(struct slot *s, struct db *c, struct jobq_job *j)
 {
@@ -590,6 +597,7 @@ int main(int argc, char **argv)
 	}
 	make_owner();
 	jobq_init(&R.q, R.owner);
+	R.q.claim_lost = log_claim_lost;
 	jobq_add(&R.q, &run_kind, &R.env);     /* claim priority: runs, then evaluations */
 	jobq_add(&R.q, &eval_kind, NULL);
 	R.prefetch.db_url = cfg.database_url;       /* market-data prefetches (issue 13) */

@@ -69,6 +69,39 @@ static void t_release(void *job)
 	(void)job;
 }
 
+/*
+ * load_claimed of a runner that stalled between its claim and the read:
+ * meanwhile another runner reaped the row and claimed it again (done here
+ * on the test's own connection), so the read under this lease finds nothing.
+ */
+static void ok(struct db *d, const char *sql, const struct db_arg *a, size_t na);
+
+static int t_load_stolen(struct db *d, const char *owner, struct jobq_lease *l, void *job, struct buf *err)
+{
+	char id[64] = "";
+	struct db_col c[] = { DB_COL_TEXT(id) };
+	struct db_arg s[] = { DB_ARG_INT((long long)l->seq) };
+	struct db_arg a[] = { DB_ARG_INT((long long)l->seq), DB_ARG_TEXT(owner) };
+	bool found = false;
+	(void)job;
+	ok(db, "UPDATE runs SET lease_owner = 'test:thief', attempts = attempts + 1 WHERE seq = ?", s, 1);
+	if (db_run(d, "SELECT id FROM runs WHERE " JOBQ_CLAIMED, a, 2, c, 1, db_row_once, &found, NULL, err) != 0)
+		return -1;
+	return found ? 1 : 0;
+}
+
+/* What jobq.claim_lost was told. */
+static struct {
+	int  calls;
+	char id[37];
+} lost;
+
+static void t_claim_lost(const struct jobq_lease *l)
+{
+	lost.calls++;
+	snprintf(lost.id, sizeof lost.id, "%s", l->id);
+}
+
 /* Oldest-first kinds (no owner column) on the real tables. */
 static const struct job_kind t_runs = { .name = "run", .table = "runs", .lease_s = 60, .job_size = sizeof(struct tjob),
 					.load = t_load, .execute = t_execute, .release = t_release };
@@ -548,6 +581,37 @@ static void test_fair_share(void **state)
 }
 
 /*
+ * A runner that stalls past its lease between the claiming UPDATE and the
+ * read of the row it took: the read (under its lease) finds the row is
+ * another runner's now. The job is not executed nor written, the queue is
+ * told (claim_lost, which the runner logs as lease_lost) with the row's id,
+ * and the other runner's claim stands.
+ */
+static void test_claim_lost_before_read(void **state)
+{
+	(void)state;
+	static const struct job_kind stolen = { .name = "run", .table = "runs", .lease_s = 60,
+						.job_size = sizeof(struct tjob), .load = t_load,
+						.load_claimed = t_load_stolen, .execute = t_execute, .release = t_release };
+	struct jobq q;
+	struct jobq_job j;
+	char id[37], st[16], code[32];
+	long long att;
+	clear_tables();
+	memset(&lost, 0, sizeof lost);
+	queue_of(&q, "test:stalled", &stolen);
+	q.claim_lost = t_claim_lost;
+	enqueue(&stolen, "stolen", 1, id);
+	claim_expect(db, &q, &j, NULL);      /* claimed, then lost before the read: nothing to run */
+	assert_int_equal(lost.calls, 1);
+	assert_string_equal(lost.id, id);
+	job_state(&stolen, id, st, code, &att);
+	assert_string_equal(st, "running");  /* the other runner's claim stands */
+	assert_int_equal(att, 2);
+	assert_int_equal(ask_int("SELECT COUNT(*) FROM runs WHERE lease_owner = 'test:thief'", NULL), 1);
+}
+
+/*
  * Two fair kinds in one queue: the first kind's turn order comes with the
  * statement that counts every kind's queued rows, so check that the
  * priority between kinds, the fair order within the first and the "more"
@@ -734,6 +798,7 @@ int main(void)
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_fair_share),
 		cmocka_unit_test(test_fair_two_kinds),
+		cmocka_unit_test(test_claim_lost_before_read),
 		cmocka_unit_test(test_heartbeat_progress),
 		cmocka_unit_test(test_kinds_mask_and_session),
 	};
