@@ -6,8 +6,10 @@
  * a stack buffer and the prepared-statement cache of common/db.h keys on the
  * resulting text: each kind gets its own cached statements. Values travel
  * only as bound parameters. Transactions are short and READ COMMITTED: a
- * claim is one SELECT ... FOR UPDATE SKIP LOCKED and one UPDATE, after a
- * lock-free hint of whose turn it is (jobq_fair.c); the finish
+ * claim is one UPDATE ... ORDER BY seq LIMIT 1 (autocommitted: the row lock
+ * lasts one statement) that returns the row's seq in LAST_INSERT_ID, then one
+ * SELECT of that row, after a lock-free hint of whose turn it is
+ * (jobq_fair.c); the finish
  * is one guarded UPDATE plus the kind's own statements, committed together
  * or not at all. Every statement that changes a claimed row carries the
  * guard `id = ? AND status = 'running' AND lease_owner = ? AND attempts = ?`.
@@ -111,58 +113,81 @@ static const char *sqlf(char *sql, const char *fmt, ...)
 
 /*
  * Claim the first queued row of kind k, of job owner `who` when not NULL
- * (k->owner_col = who). 1 claimed (l filled), 0 none, -1 error.
+ * (k->owner_col = who), in one statement: an UPDATE of that row to running
+ * (ORDER BY seq LIMIT 1) that also returns its seq through
+ * LAST_INSERT_ID(seq) in the statement's own answer. The UPDATE locks the
+ * row it changes and re-reads a row another claim changed meanwhile (so two
+ * claimers never take the same row), and holds the lock only for the
+ * statement, not for a transaction of four round trips. On a READ
+ * COMMITTED handle (every runner connection) it runs in autocommit; on any
+ * other it is wrapped in a READ COMMITTED transaction (begin), so no gap
+ * lock holds up the API's INSERTs. 1 claimed (l->kind and l->seq set),
+ * 0 none, -1 error.
  */
 static int claim_row(struct db *db, const char *owner, const struct job_kind *k, const char *who,
 		     struct jobq_lease *l, struct buf *err)
 {
-	char sql[SQL_MAX], id[64] = "";
-	struct db_col c[] = { DB_COL_TEXT(id), DB_COL_INT, DB_COL_INT };
-	struct db_arg w[] = { DB_ARG_TEXT(who ? who : "") };
-	bool found = false;
-	if (begin(db, err) != 0)
+	char sql[SQL_MAX];
+	struct db_arg a[] = { DB_ARG_TEXT(owner), DB_ARG_INT(k->lease_s), DB_ARG_TEXT(who ? who : "") };
+	struct db_result res = { 0 };
+	bool txn = !db_read_committed(db);
+	sqlf(sql, "UPDATE %s SET status = 'running', lease_owner = ?, lease_expires_at = NOW(6) + INTERVAL ? SECOND, "
+		  "attempts = attempts + 1, started_at = NOW(6), seq = LAST_INSERT_ID(seq)%s "
+		  "WHERE status = 'queued'%s%s%s ORDER BY seq LIMIT 1", k->table,
+	     k->progress ? ", progress_done = NULL, progress_total = NULL" : "",
+	     who ? " AND " : "", who ? k->owner_col : "", who ? " = ?" : "");
+	if (txn && begin(db, err) != 0)
 		return -1;
-	if (who)
-		sqlf(sql, "SELECT id, attempts, max_attempts FROM %s WHERE status = 'queued' AND %s = ? "
-			  "ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED", k->table, k->owner_col);
-	else
-		sqlf(sql, "SELECT id, attempts, max_attempts FROM %s WHERE status = 'queued' "
-			  "ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED", k->table);
-	if (db_run(db, sql, w, who ? 1 : 0, c, 3, db_row_once, &found, NULL, err) != 0)
+	if (db_run(db, sql, a, who ? 3 : 2, NULL, 0, NULL, NULL, &res, err) != 0 ||
+	    (txn && commit(db, err) != 0))
 		goto fail;
-	if (!found) {
-		db_rollback(db);
+	if (res.affected == 0)
 		return 0;
-	}
 	memset(l, 0, sizeof *l);
 	l->kind = k;
-	snprintf(l->id, sizeof l->id, "%.36s", id);
-	l->attempt = (unsigned)c[1].i + 1;
-	l->max_attempts = (unsigned)c[2].i;
-	struct db_arg a[] = { DB_ARG_TEXT(owner), DB_ARG_INT(k->lease_s), DB_ARG_INT(l->attempt), DB_ARG_TEXT(l->id) };
-	if (db_run(db, sqlf(sql, "UPDATE %s SET status = 'running', lease_owner = ?, "
-			    "lease_expires_at = NOW(6) + INTERVAL ? SECOND, attempts = ?, started_at = NOW(6)%s "
-			    "WHERE id = ?", k->table,
-			    k->progress ? ", progress_done = NULL, progress_total = NULL" : ""),
-	      a, 4, NULL, 0, NULL, NULL, NULL, err) != 0 || commit(db, err) != 0)
-		goto fail;
+	l->seq = res.insert_id;
 	return 1;
 fail:
-	db_rollback(db);
+	if (txn)
+		db_rollback(db);
 	return -1;
 }
 
 /*
- * Claim a queued row of kind k: fair between owners when the kind names its
- * owner column (jobq_fair.c: the owners in turn, each one's oldest row),
- * then oldest first (no owner column, or every owner's row was taken by
- * another runner meanwhile). 1 claimed, 0 none, -1 error.
+ * The lease of the row this runner (owner) just claimed as l->seq: its id,
+ * attempts (the write guard) and max_attempts. 1, 0 the row is not running
+ * under this owner (it vanished), -1 error.
  */
-static int claim_kind(struct db *db, const char *owner, const struct job_kind *k, struct jobq_lease *l,
-		      struct buf *err)
+static int claimed_lease(struct db *db, const char *owner, struct jobq_lease *l, struct buf *err)
+{
+	char sql[SQL_MAX], id[64] = "";
+	struct db_col c[] = { DB_COL_TEXT(id), DB_COL_INT, DB_COL_INT };
+	struct db_arg a[] = { DB_ARG_INT((long long)l->seq), DB_ARG_TEXT(owner) };
+	bool found = false;
+	if (db_run(db, sqlf(sql, "SELECT id, attempts, max_attempts FROM %s WHERE " JOBQ_CLAIMED, l->kind->table),
+		   a, 2, c, 3, db_row_once, &found, NULL, err) != 0)
+		return -1;
+	if (!found)
+		return 0;
+	snprintf(l->id, sizeof l->id, "%.36s", id);
+	l->attempt = (unsigned)c[1].i;
+	l->max_attempts = (unsigned)c[2].i;
+	return 1;
+}
+
+/*
+ * Claim a queued row of kind k: fair between owners when the kind names its
+ * owner column and more than one owner has a queued row (`several`, from
+ * the hint: jobq_fair.c gives the owners in turn, each one's oldest row),
+ * then oldest first (no owner column, a single owner waiting, whose oldest
+ * row that is, or every owner's row was taken by another runner
+ * meanwhile). 1 claimed, 0 none, -1 error.
+ */
+static int claim_kind(struct db *db, const char *owner, const struct job_kind *k, bool several,
+		      struct jobq_lease *l, struct buf *err)
 {
 	struct jobq_fair f = { .n = 0 };
-	if (k->owner_col && jobq_fair_owners(db, k, &f, err) != 0)
+	if (k->owner_col && several && jobq_fair_owners(db, k, &f, err) != 0)
 		return -1;
 	for (size_t i = 0; i < f.n; i++) {
 		int got = claim_row(db, owner, k, f.owner[i], l, err);
@@ -172,61 +197,98 @@ static int claim_kind(struct db *db, const char *owner, const struct job_kind *k
 	return claim_row(db, owner, k, NULL, l, err);
 }
 
-/*
- * How many rows matching `where` each kind's table has, counted up to
- * `limit`, in one statement with neither a transaction nor a lock: n[i] for
- * kind q->k[i]. `where` is a constant of the caller (never input). 0 or -1.
- */
-static int kind_counts(struct db *db, const struct jobq *q, const char *where, unsigned limit,
-		       unsigned n[JOBQ_KINDS_MAX], struct buf *err)
+/* What the hint knows of each kind's queue. */
+struct queued {
+	unsigned n[JOBQ_KINDS_MAX];         /* queued rows: 0, 1, or 2 for more than one */
+	bool     several[JOBQ_KINDS_MAX];   /* more than one owner has a queued row (owner_col kinds) */
+};
+
+/* Row callback of queued_kinds: (kind index, MIN(seq), MAX(seq), several owners). */
+static bool queued_row(void *ctx, const struct db_col *c, size_t ncols)
 {
-	char sql[SQL_MAX];
-	struct db_col c[JOBQ_KINDS_MAX];
-	bool found = false;
-	size_t off = (size_t)snprintf(sql, sizeof sql, "SELECT ");
-	for (size_t i = 0; i < q->n && off < sizeof sql; i++) {
-		c[i] = (struct db_col)DB_COL_INT;
-		off += (size_t)snprintf(sql + off, sizeof sql - off, "%s(SELECT COUNT(*) FROM (SELECT 1 FROM %s WHERE %s "
-					"LIMIT %u) AS k%zu)", i ? ", " : "", q->k[i].kind->table, where, limit, i);
-	}
-	if (off >= sizeof sql)
-		abort();   /* the kinds' table names and the conditions are constants far below SQL_MAX */
-	if (db_run(db, sql, NULL, 0, c, q->n, db_row_once, &found, NULL, err) != 0)
-		return -1;
-	for (size_t i = 0; i < q->n; i++)
-		n[i] = found && !c[i].is_null && c[i].i > 0 ? (unsigned)c[i].i : 0;
-	return 0;
+	struct queued *qd = ctx;
+	(void)ncols;
+	if (c[0].is_null || c[0].i < 0 || c[0].i >= JOBQ_KINDS_MAX)
+		return true;
+	size_t i = (size_t)c[0].i;
+	qd->n[i] = c[1].is_null ? 0 : c[1].i == c[2].i ? 1 : 2;
+	qd->several[i] = !c[3].is_null && c[3].i != 0;
+	return true;
 }
 
 /*
- * How many queued rows each kind has, counted up to 2 (none, one, more)
- * (kind_counts). Most claims find nothing (a slot that just finished, a
- * wake-up another slot served), and this makes such a claim one round trip
- * instead of four per kind; "more than one" tells a slot that claimed one
- * whether another slot should look too. A hint only: a row seen here may be
- * claimed by another runner first (the locking claim then finds none), and
- * a row committed just after it is found by the next claim, exactly as after
- * an empty locking claim. 0 or -1.
+ * How many queued rows each kind has, up to 2 (none, one, more), and for a
+ * kind with an owner column whether more than one owner waits, in one
+ * lock-free statement: per kind MIN(seq) and MAX(seq) of its queued rows
+ * (equal: one row) and MIN(owner) <> MAX(owner), which the server answers
+ * from the ends of the (status, seq) and (status, owner, seq) indexes
+ * without reading a row; a UNION ALL of one such SELECT per kind, tagged
+ * with the kind's index. (Counting with LIMIT 2 in a derived table per kind
+ * cost the server about three times as much to plan.) Most claims find
+ * nothing (a wake-up another slot served), and this makes such a claim one
+ * round trip; "more than one" tells a slot that claimed one whether another
+ * slot should look too; "one owner" spares the fair-share query. A hint
+ * only: a row seen here may be claimed by another runner first (the claim
+ * then finds none), and a row committed just after it is found by the next
+ * claim, exactly as after an empty claim. 0 or -1.
  */
-static int queued_kinds(struct db *db, const struct jobq *q, unsigned n[JOBQ_KINDS_MAX], struct buf *err)
+static int queued_kinds(struct db *db, const struct jobq *q, struct queued *out, struct buf *err)
 {
-	return kind_counts(db, q, "status = 'queued'", 2, n, err);
+	char sql[SQL_MAX], owners[JOBQ_OWNER_MAX];
+	struct db_col c[] = { DB_COL_INT, DB_COL_INT, DB_COL_INT, DB_COL_INT };
+	size_t off = 0;
+	memset(out, 0, sizeof *out);
+	for (size_t i = 0; i < q->n && off < sizeof sql; i++) {
+		const struct job_kind *k = q->k[i].kind;
+		if (k->owner_col)
+			snprintf(owners, sizeof owners, "MIN(%s) <> MAX(%s)", k->owner_col, k->owner_col);
+		else
+			snprintf(owners, sizeof owners, "0");
+		off += (size_t)snprintf(sql + off, sizeof sql - off, "%sSELECT %zu, MIN(seq), MAX(seq), %s FROM %s "
+					"WHERE status = 'queued'", i ? " UNION ALL " : "", i, owners, k->table);
+	}
+	if (off >= sizeof sql)
+		abort();   /* the kinds' table and column names are constants far below SQL_MAX */
+	return db_run(db, sql, NULL, 0, c, 4, queued_row, out, NULL, err);
+}
+
+/*
+ * A claimed row (l->kind, l->seq) that was not running under q->owner when
+ * read: a stall past the lease between the UPDATE and the read let another
+ * runner reap it. Tell q->claim_lost, with the row's id when it still
+ * exists (a read by seq, only on this rare path; its failure leaves the id
+ * empty).
+ */
+static void claim_lost(struct db *db, const struct jobq *q, struct jobq_lease *l)
+{
+	char sql[SQL_MAX], id[64] = "";
+	struct db_col c[] = { DB_COL_TEXT(id) };
+	struct db_arg a[] = { DB_ARG_INT((long long)l->seq) };
+	struct buf err = BUF_INIT;
+	bool found = false;
+	if (!q->claim_lost)
+		return;
+	if (db_run(db, sqlf(sql, "SELECT id FROM %s WHERE seq = ?", l->kind->table), a, 1, c, 1, db_row_once, &found,
+		   NULL, &err) == 0 && found)
+		snprintf(l->id, sizeof l->id, "%.36s", id);
+	buf_free(&err);
+	q->claim_lost(l);
 }
 
 int jobq_claim(struct db *db, const struct jobq *q, struct jobq_job *j, struct buf *err)
 {
-	unsigned queued[JOBQ_KINDS_MAX];
+	struct queued qd;
 	memset(j, 0, sizeof *j);
 	if (q->n == 0)
 		return 0;
 again:
-	if (queued_kinds(db, q, queued, err) != 0)
+	if (queued_kinds(db, q, &qd, err) != 0)
 		return -1;
 	for (size_t i = 0; i < q->n; i++) {
 		const struct job_kind *k = q->k[i].kind;
-		if (queued[i] == 0)
+		if (qd.n[i] == 0)
 			continue;
-		int got = claim_kind(db, q->owner, k, &j->lease, err);
+		int got = claim_kind(db, q->owner, k, qd.several[i], &j->lease, err);
 		if (got < 0)
 			return -1;
 		if (got == 0)
@@ -234,22 +296,39 @@ again:
 		j->job = xcalloc(1, k->job_size);
 		j->env = q->k[i].env;
 		struct buf why = BUF_INIT;
-		int rc = k->load(db, &j->lease, j->job, &why);
+		int rc = k->load_claimed ? k->load_claimed(db, q->owner, &j->lease, j->job, &why)
+					 : claimed_lease(db, q->owner, &j->lease, &why);
+		if (rc > 0 && !k->load_claimed)
+			rc = k->load(db, &j->lease, j->job, &why);
+		if (rc < 0 && !j->lease.id[0]) {
+			/* not even the row's id was read (the database failed): the
+			 * lease expires and the reaper puts the row back */
+			buf_printf(err, "%s", buf_cstr(&why));
+			buf_free(&why);
+			jobq_job_free(j);
+			return -1;
+		}
+		if (rc == 0) {
+			/* not running under our lease any more (or deleted): never executed here */
+			buf_free(&why);
+			claim_lost(db, q, &j->lease);
+			jobq_job_free(j);
+			goto again;
+		}
 		if (rc > 0) {
 			buf_free(&why);
-			j->more = queued[i] > 1;
+			j->more = qd.n[i] > 1;
 			for (size_t m = i + 1; m < q->n; m++)
-				j->more = j->more || queued[m] > 0;
+				j->more = j->more || qd.n[m] > 0;
 			return 1;
 		}
 		/* the row cannot be executed by anyone: final, not retried */
 		struct job_outcome o;
 		job_outcome_init(&o);
-		job_outcome_fail(&o, "internal", "the %s cannot be loaded: %s", k->name,
-				 rc == 0 ? "its row vanished" : buf_cstr(&why));
+		job_outcome_fail(&o, "internal", "the %s cannot be loaded: %s", k->name, buf_cstr(&why));
 		buf_free(&why);
 		struct jobq_job bare = { .lease = j->lease, .job = NULL, .env = j->env };
-		int w = rc == 0 ? 1 : jobq_finish(db, q->owner, &bare, &o, err);
+		int w = jobq_finish(db, q->owner, &bare, &o, err);
 		job_outcome_free(&o);
 		jobq_job_free(j);
 		if (w < 0)
@@ -593,16 +672,38 @@ fail:
 	return -1;
 }
 
+/* Row callback of expired_kinds: (kind index, 1 when its oldest lease expired). */
+static bool expired_row(void *ctx, const struct db_col *c, size_t ncols)
+{
+	unsigned *n = ctx;
+	(void)ncols;
+	if (!c[0].is_null && c[0].i >= 0 && c[0].i < JOBQ_KINDS_MAX)
+		n[c[0].i] = !c[1].is_null && c[1].i != 0;
+	return true;
+}
+
 /*
- * Which kinds have an expired lease (kind_counts up to 1, each reading the
- * (status, lease_expires_at) index). Nearly every reap finds none, and this
- * makes it one round trip instead of a locking transaction per kind. A hint
- * only: a lease renewed after it is read is skipped by the locking SELECT,
- * and one that expires after it by the next reap. 0 or -1.
+ * Which kinds have an expired lease, in one lock-free statement: per kind
+ * whether the earliest lease_expires_at of its running rows is past, which
+ * the server reads from the end of the (status, lease_expires_at) index
+ * (a UNION ALL of one such SELECT per kind, as queued_kinds). Nearly every
+ * reap finds none, and this makes it one round trip instead of a locking
+ * transaction per kind. A hint only: a lease renewed after it is read is
+ * skipped by the locking SELECT, and one that expires after it by the next
+ * reap. n[i] is 1 or 0. 0 or -1.
  */
 static int expired_kinds(struct db *db, const struct jobq *q, unsigned n[JOBQ_KINDS_MAX], struct buf *err)
 {
-	return kind_counts(db, q, "status = 'running' AND lease_expires_at < NOW(6)", 1, n, err);
+	char sql[SQL_MAX];
+	struct db_col c[] = { DB_COL_INT, DB_COL_INT };
+	size_t off = 0;
+	memset(n, 0, JOBQ_KINDS_MAX * sizeof *n);
+	for (size_t i = 0; i < q->n && off < sizeof sql; i++)
+		off += (size_t)snprintf(sql + off, sizeof sql - off, "%sSELECT %zu, MIN(lease_expires_at) < NOW(6) FROM %s "
+					"WHERE status = 'running'", i ? " UNION ALL " : "", i, q->k[i].kind->table);
+	if (off >= sizeof sql)
+		abort();   /* the kinds' table names are constants far below SQL_MAX */
+	return db_run(db, sql, NULL, 0, c, 2, expired_row, n, NULL, err);
 }
 
 int jobq_reap(struct db *db, const struct jobq *q, struct buf *err)

@@ -9,10 +9,13 @@
  *   enqueue    the API tier INSERTs a row with the defaults (status
  *              'queued', attempts 0) and sends the wake-up datagram
  *   claim      pick the owner whose turn it is (fair share, jobq_claim), then
- *              one short READ COMMITTED transaction: SELECT that owner's
- *              first queued row FOR UPDATE SKIP LOCKED, UPDATE it to running with
- *              lease_owner = this runner, lease_expires_at = now + lease_s,
- *              attempts + 1; then the kind's load() reads its inputs
+ *              one READ COMMITTED UPDATE of that owner's first queued row
+ *              (ORDER BY seq LIMIT 1) to running with lease_owner = this
+ *              runner, lease_expires_at = now + lease_s, attempts + 1,
+ *              which names the row it took by LAST_INSERT_ID(seq); then one
+ *              SELECT of that row (seq, running, lease_owner) reads its id,
+ *              attempts and inputs (the kind's load_claimed, else the lease
+ *              and then the kind's load)
  *   heartbeat  every second while busy, renew the leases of this runner
  *   cancel     the API sets cancel_requested = 1 on a running row (a queued
  *              row is cancelled at once); the runner polls for them and
@@ -108,9 +111,13 @@ struct job_kind;
 struct jobq_lease {
 	const struct job_kind *kind;
 	char     id[37];
+	unsigned long long seq; /* the row's seq (how the claim names the row it took) */
 	unsigned attempt;       /* attempts after this claim: the write guard */
 	unsigned max_attempts;
 };
+
+/* The row a claim just took (bind the lease's seq, then the lease owner). */
+#define JOBQ_CLAIMED "seq = ? AND status = 'running' AND lease_owner = ?"
 
 /* What executing a job came to, in the columns every kind shares. */
 struct job_outcome {
@@ -154,6 +161,16 @@ struct job_kind {
 	size_t      job_size;    /* sizeof the kind's job struct (allocated zeroed) */
 	/* Read the inputs of claimed row l->id into job. 1 ok, 0 row vanished, -1 error. */
 	int  (*load)(struct db *db, const struct jobq_lease *l, void *job, struct buf *err);
+	/*
+	 * Optional, saves a round trip per claim: read the row this runner
+	 * (owner) just claimed as l->seq, under the condition JOBQ_CLAIMED
+	 * (seq, status running, lease_owner), in one statement: its id,
+	 * attempts and max_attempts into l (id first, so a failure after it
+	 * can still be written on the row) and its inputs into job, as load
+	 * does. Without it the queue reads the lease first, then calls load.
+	 * 1 ok, 0 row not found, -1 error.
+	 */
+	int  (*load_claimed)(struct db *db, const char *owner, struct jobq_lease *l, void *job, struct buf *err);
 	/* Do the work; no DB. Fill o (status, error) and the kind's results in job. */
 	void (*execute)(const struct jobq_slot *s, const struct jobq_lease *l, void *job, struct job_outcome *o);
 	/* Optional: extra columns of the finishing UPDATE for outcome o. */
@@ -178,6 +195,17 @@ struct job_kind {
 	 * its own and is at most a heartbeat (about a second) old.
 	 */
 	bool progress;
+	/*
+	 * Optional: finishing a job of this kind never queues other work (its
+	 * columns and commit write only its own results). A slot whose claim of
+	 * such a job saw no other queued row (jobq_job.more false) then sleeps
+	 * after it until a wake-up instead of asking the queue again at once:
+	 * whatever was queued meanwhile on this host sent a wake-up, which is
+	 * kept for the slot (main.c). Leave it false for a kind whose commit
+	 * queues jobs (an agent's next iteration, a prefetch's paper steps):
+	 * those come with no wake-up and are found by the next claim.
+	 */
+	bool queues_nothing;
 };
 
 /* The kinds a runner serves, in claim priority, and its lease owner. */
@@ -188,6 +216,14 @@ struct jobq {
 	} k[JOBQ_KINDS_MAX];
 	size_t n;
 	char   owner[JOBQ_OWNER_MAX];   /* "<host>:<pid>:<random>" */
+	/*
+	 * Optional: told of a row this runner claimed that was no longer
+	 * running under its lease when it read it (l->id, when the row still
+	 * exists, and l->seq): the process stalled past the lease between the
+	 * claim and the read, and another runner reaped it and may run it now.
+	 * The job is not executed here; nothing is written about it.
+	 */
+	void (*claim_lost)(const struct jobq_lease *l);
 };
 
 /* An empty queue for lease owner `owner`. */

@@ -10,7 +10,7 @@
  * none counting as longest ago); then the owner of the oldest queued row.
  * That is round-robin between owners with equal shares and catches up an
  * owner who has fewer slots than the others. The answer is a hint: the
- * claim then locks that owner's oldest queued row (FOR UPDATE SKIP LOCKED)
+ * claim then takes that owner's oldest queued row (one locking UPDATE)
  * and goes on to the next owner when another runner took it first.
  *
  * Cost: one group per owner with queued rows over the index

@@ -26,8 +26,9 @@
  *              LOCKED, short transaction) → jobq_process (the kind's
  *              execute in the sandbox, then hand back, retry or the one
  *              finishing write guarded by lease owner + attempt)
- *              → claim again at once; when every queue is empty, sleep
- *              until `gen` changes.
+ *              → claim again at once when the claim saw more queued
+ *              (or the kind's finish may queue work), else, as when every
+ *              queue is empty, sleep until a wake-up (a token or `gen`).
  *
  * The lease owner is "<host>:<pid>:<random>", one per process; the write
  * guard adds the attempt number, so a slot whose lease was lost (a stalled
@@ -230,6 +231,13 @@ static void log_write_retry(const struct jobq_lease *l, unsigned tries, const ch
 	buf_free(&b);
 }
 
+/* jobq.claim_lost: a claim whose row another runner reaped before this one read it. */
+static void log_claim_lost(const struct jobq_lease *l)
+{
+	log_run(LOG_LVL_WARNING, "lease_lost", l->id[0] ? l->id : "?",
+		"claim lost before the job was read (stalled past the lease): another runner owns the job");
+}
+
 /* Execute one claimed job and write its outcome; the slot is busy (slot_enter). */
 static void slot_run(struct slot *s, struct db *c, struct jobq_job *j)
 {
@@ -288,7 +296,7 @@ static void *slot_main(void *arg)
 		if (!slot_enter(s, &seen))
 			break;
 		int got = 0;
-		struct jobq_job j;
+		struct jobq_job j = { .job = NULL };   /* filled by jobq_claim */
 		if (!c) {
 			buf_reset(&err);
 			c = rdb_connect(R.db_url, &err);
@@ -305,14 +313,21 @@ static void *slot_main(void *arg)
 			}
 		}
 		if (got > 0) {
+			/* ask the queue again at once only when the claim saw more
+			 * queued, or the job may queue more itself; else whatever
+			 * is queued meanwhile comes with a wake-up (a token kept
+			 * for the slot below, or gen bumped by a re-queue) */
+			bool again = j.more || !j.lease.kind->queues_nothing;
 			if (j.more)
 				wake_some(1, true);   /* more is queued: one idle slot looks */
 			slot_run(s, c, &j);
 			jobq_job_free(&j);
 			slot_leave(s);
-			continue;
+			if (again)
+				continue;
+		} else {
+			slot_leave(s);
 		}
-		slot_leave(s);
 		pthread_mutex_lock(&R.mu);
 		while (R.gen == seen && R.tokens == 0 && !R.stopping) {
 			R.waiting++;
@@ -584,6 +599,7 @@ int main(int argc, char **argv)
 	}
 	make_owner();
 	jobq_init(&R.q, R.owner);
+	R.q.claim_lost = log_claim_lost;
 	jobq_add(&R.q, &run_kind, &R.env);     /* claim priority: runs, then evaluations */
 	jobq_add(&R.q, &eval_kind, NULL);
 	R.prefetch.db_url = cfg.database_url;       /* market-data prefetches (issue 13) */

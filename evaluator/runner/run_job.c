@@ -79,13 +79,19 @@ static void hash_col(char dst[65], const struct db_col *c)
 	dst[n] = '\0';
 }
 
-/* Load the execution details of claimed run j->id. 1 ok, 0 vanished, -1 error. */
-static int load_run(struct db *db, struct rjob *j, struct buf *err)
+/*
+ * Load the execution details of a claimed run: of run j->id when l is NULL,
+ * else of the row runner `owner` just claimed as l->seq (JOBQ_CLAIMED), whose
+ * id, attempts and max_attempts then go into l and j in the same statement.
+ * 1 ok, 0 not found, -1 error (l->id is set once the row was read).
+ */
+static int load_run(struct db *db, struct rjob *j, const char *owner, struct jobq_lease *l, struct buf *err)
 {
 	enum { C_SEQ, C_SV, C_DV, C_PATH, C_DH, C_CH, C_CFH, C_PARAMS, C_ASSET, C_AUDIT, C_VERIFY, C_CODE, C_KIND,
-	       C_ENGINE, C__N };
+	       C_ENGINE, C_ID, C_ATT, C_MAX, C__N };
 	struct db_col c[C__N] = {
 		[C_SEQ] = { .type = DB_T_INT }, [C_SV] = { .type = DB_T_INT }, [C_AUDIT] = { .type = DB_T_INT },
+		[C_ATT] = { .type = DB_T_INT }, [C_MAX] = { .type = DB_T_INT },
 	};
 	c[C_DV] = heap_col(DB_T_TEXT, 256);
 	c[C_PATH] = heap_col(DB_T_TEXT, 4096 + 1);
@@ -98,18 +104,34 @@ static int load_run(struct db *db, struct rjob *j, struct buf *err)
 	c[C_CODE] = heap_col(DB_T_TEXT, BT_MAX_CODE + 1);
 	c[C_KIND] = heap_col(DB_T_TEXT, 64);
 	c[C_ENGINE] = heap_col(DB_T_TEXT, RDB_TEXT_MAX + 1);
-	struct db_arg a[] = { DB_ARG_TEXT(j->id) };
+	c[C_ID] = heap_col(DB_T_TEXT, 64);
+	struct db_arg by_id[] = { DB_ARG_TEXT(j->id) };
+	struct db_arg by_seq[] = { DB_ARG_INT(l ? (long long)l->seq : 0), DB_ARG_TEXT(owner ? owner : "") };
 	bool found = false;
 	int rc = -1;
-	if (db_run(db, "SELECT r.seq, r.strategy_version_id, r.dataset_version, d.path, r.dataset_hash, "
-		  "r.code_hash, r.config_hash, r.params, r.asset, r.audit, r.verify_of, v.code, v.kind, r.engine "
-		  "FROM runs r JOIN strategy_versions v ON v.id = r.strategy_version_id "
-		  "JOIN datasets d ON d.id = r.dataset_id WHERE r.id = ?",
-	      a, 1, c, C__N, db_row_once, &found, NULL, err) != 0)
+#define LOAD_RUN_SQL(where) \
+	"SELECT r.seq, r.strategy_version_id, r.dataset_version, d.path, r.dataset_hash, " \
+	"r.code_hash, r.config_hash, r.params, r.asset, r.audit, r.verify_of, v.code, v.kind, r.engine, " \
+	"r.id, r.attempts, r.max_attempts " \
+	"FROM runs r JOIN strategy_versions v ON v.id = r.strategy_version_id " \
+	"JOIN datasets d ON d.id = r.dataset_id WHERE " where
+	if (db_run(db, l ? LOAD_RUN_SQL("r.seq = ? AND r.status = 'running' AND r.lease_owner = ?")
+			 : LOAD_RUN_SQL("r.id = ?"),
+		   l ? by_seq : by_id, l ? 2 : 1, c, C__N, db_row_once, &found, NULL, err) != 0)
 		goto out;
+#undef LOAD_RUN_SQL
 	rc = 0;
 	if (!found)
 		goto out;
+	if (l) {
+		snprintf(l->id, sizeof l->id, "%.*s", c[C_ID].is_null ? 0 : (int)(c[C_ID].len > 36 ? 36 : c[C_ID].len),
+			 c[C_ID].buf);
+		l->attempt = (unsigned)c[C_ATT].i;
+		l->max_attempts = (unsigned)c[C_MAX].i;
+		snprintf(j->id, sizeof j->id, "%s", l->id);
+		j->attempt = l->attempt;
+		j->max_attempts = l->max_attempts;
+	}
 	j->seq = (uint64_t)c[C_SEQ].i;
 	j->strategy_version_id = (uint64_t)c[C_SV].i;
 	j->dataset_version = col_str(&c[C_DV]);
@@ -307,7 +329,13 @@ static int run_load(struct db *db, const struct jobq_lease *l, void *job, struct
 	snprintf(rj->j.id, sizeof rj->j.id, "%s", l->id);
 	rj->j.attempt = l->attempt;
 	rj->j.max_attempts = l->max_attempts;
-	return load_run(db, &rj->j, err);
+	return load_run(db, &rj->j, NULL, NULL, err);
+}
+
+/* kind->load_claimed: the lease and the pinned inputs of the run just claimed, in one statement. */
+static int run_load_claimed(struct db *db, const char *owner, struct jobq_lease *l, void *job, struct buf *err)
+{
+	return load_run(db, &((struct run_job *)job)->j, owner, l, err);
 }
 
 /* kind->execute: job_execute on the slot's box, its result mapped onto the common outcome. */
@@ -461,6 +489,6 @@ static void run_release(void *job)
 
 const struct job_kind run_kind = {
 	.name = "run", .table = "runs", .lease_s = RUNNER_LEASE_S, .job_size = sizeof(struct run_job),
-	.load = run_load, .execute = run_execute, .columns = run_columns, .commit = run_commit,
-	.release = run_release, .owner_col = "owner_id",
+	.load = run_load, .load_claimed = run_load_claimed, .execute = run_execute, .columns = run_columns, .commit = run_commit,
+	.release = run_release, .owner_col = "owner_id", .queues_nothing = true,
 };

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from helpers import assert_error
+from helpers import assert_error, stack_sql
 from runs_helpers import Api, BUY_AND_HOLD, example, metrics_without_runtime, sleeper
 
 RUN_KEYS = {"run_id", "strategy_version_id", "dataset_version", "dataset_hash", "config_hash", "status",
@@ -280,6 +280,30 @@ def test_unknown_version_dataset_and_missing_fields(alice, bob, bh):
     assert_error(bob.post("/runs", {"strategy_version_id": bh["strategy_version_id"]}), 404, "not_found")
     # a server path needs the admin role
     assert_error(alice.post("/runs", {"strategy_path": "/etc/passwd"}), 403, "forbidden")
+
+
+def test_dataset_version_may_be_a_window_label(stack, alice, bh):
+    """POST /runs reads the version, the dataset and the queued count in one
+    statement; a market-data window label (dataset_labels) still resolves to
+    the version it points at, which the run pins, and a registered version
+    of the same name wins over a label."""
+    versions = [row[0] for row in stack_sql(stack, "SELECT version FROM datasets ORDER BY id")]
+    assert "v1" in versions
+    label = "e2e-label-" + secrets.token_hex(4)
+    stack_sql(stack, "INSERT INTO dataset_labels (label, dataset_id) SELECT '%s', id FROM datasets "
+                     "WHERE version = 'v1'" % label)
+    run = alice.run(bh["strategy_version_id"], dataset_version=label, expect=200)
+    assert run["status"] == "completed" and run["dataset_version"] == "v1"
+    others = [v for v in versions if v != "v1"]
+    if others:   # a label named like a registered version does not shadow it
+        stack_sql(stack, "INSERT IGNORE INTO dataset_labels (label, dataset_id) SELECT '%s', id FROM datasets "
+                         "WHERE version = 'v1'" % others[0])
+        try:
+            r = alice.post("/runs", {"strategy_version_id": bh["strategy_version_id"], "dataset_version": others[0]})
+            assert r.status in (200, 202) and r.json()["dataset_version"] == others[0], r
+        finally:
+            stack_sql(stack, "DELETE FROM dataset_labels WHERE label = '%s'" % others[0])
+    stack_sql(stack, "DELETE FROM dataset_labels WHERE label = '%s'" % label)
 
 
 def test_asset_selection(alice, bh):

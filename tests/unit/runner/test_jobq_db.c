@@ -32,6 +32,7 @@
 
 #define DBNAME "agenttest_jobq"
 #define RACE_JOBS 40
+#define RACERS    4    /* claimers of the race, on connections of their own */
 
 static struct tmariadb srv;
 static struct db *db;
@@ -66,6 +67,39 @@ static void t_execute(const struct jobq_slot *s, const struct jobq_lease *l, voi
 static void t_release(void *job)
 {
 	(void)job;
+}
+
+/*
+ * load_claimed of a runner that stalled between its claim and the read:
+ * meanwhile another runner reaped the row and claimed it again (done here
+ * on the test's own connection), so the read under this lease finds nothing.
+ */
+static void ok(struct db *d, const char *sql, const struct db_arg *a, size_t na);
+
+static int t_load_stolen(struct db *d, const char *owner, struct jobq_lease *l, void *job, struct buf *err)
+{
+	char id[64] = "";
+	struct db_col c[] = { DB_COL_TEXT(id) };
+	struct db_arg s[] = { DB_ARG_INT((long long)l->seq) };
+	struct db_arg a[] = { DB_ARG_INT((long long)l->seq), DB_ARG_TEXT(owner) };
+	bool found = false;
+	(void)job;
+	ok(db, "UPDATE runs SET lease_owner = 'test:thief', attempts = attempts + 1 WHERE seq = ?", s, 1);
+	if (db_run(d, "SELECT id FROM runs WHERE " JOBQ_CLAIMED, a, 2, c, 1, db_row_once, &found, NULL, err) != 0)
+		return -1;
+	return found ? 1 : 0;
+}
+
+/* What jobq.claim_lost was told. */
+static struct {
+	int  calls;
+	char id[37];
+} lost;
+
+static void t_claim_lost(const struct jobq_lease *l)
+{
+	lost.calls++;
+	snprintf(lost.id, sizeof lost.id, "%s", l->id);
 }
 
 /* Oldest-first kinds (no owner column) on the real tables. */
@@ -242,8 +276,8 @@ static void *claimer_main(void *arg)
 	struct jobq q;
 	struct buf err = BUF_INIT;
 	mysql_thread_init();
-	/* one claimer as the runner connects (READ COMMITTED sessions, no SET
-	 * TRANSACTION per claim), the other with the server's default */
+	/* half the claimers as the runner connects (READ COMMITTED sessions, no
+	 * SET TRANSACTION per claim), the others with the server's default */
 	struct db *d = c->read_committed ? connect_read_committed() : tmariadb_connect(&srv, DBNAME);
 	queue_of(&q, c->owner, c->k);
 	pthread_barrier_wait(c->start);
@@ -252,9 +286,16 @@ static void *claimer_main(void *arg)
 		int got = d ? jobq_claim(d, &q, &j, &err) : -1;
 		if (got <= 0) {
 			c->failed = got < 0;
+			if (got < 0)
+				fprintf(stderr, "%s: %s\n", c->owner, buf_cstr(&err));
 			break;
 		}
 		snprintf(c->ids[c->n++], 37, "%s", j.lease.id);
+		if (j.lease.attempt != 1 || j.lease.kind != c->k) {   /* the lease read back is the row claimed */
+			c->failed = true;
+			jobq_job_free(&j);
+			break;
+		}
 		struct job_outcome o;
 		job_outcome_init(&o);
 		o.status = JOB_COMPLETED;
@@ -270,33 +311,42 @@ static void *claimer_main(void *arg)
 	return NULL;
 }
 
-/* Two claimers drain N jobs: every job claimed once, by one of them. */
+/*
+ * RACERS claimers drain N jobs: every job claimed once, by one of them,
+ * with the attempt its lease says. Half of them connect as the runner does
+ * (READ COMMITTED sessions: the claim is one autocommitted UPDATE), half
+ * with the server's default (the claim wraps it in a transaction).
+ */
 static void race(const struct job_kind *k, int njobs)
 {
 	pthread_barrier_t start;
-	struct claimer *c = calloc(2, sizeof *c);
-	pthread_t th[2];
+	struct claimer *c = calloc(RACERS, sizeof *c);
+	pthread_t th[RACERS];
 	char id[37];
+	int total = 0;
 	assert_non_null(c);
 	clear_tables();
 	for (int i = 0; i < njobs; i++)
 		enqueue(k, "race", i, id);
-	pthread_barrier_init(&start, NULL, 2);
-	for (int t = 0; t < 2; t++) {
+	pthread_barrier_init(&start, NULL, RACERS);
+	for (int t = 0; t < RACERS; t++) {
 		c[t].k = k;
 		c[t].start = &start;
-		c[t].read_committed = t == 1;
+		c[t].read_committed = t % 2 == 1;
 		snprintf(c[t].owner, sizeof c[t].owner, "test:claimer-%d", t);
 		assert_int_equal(pthread_create(&th[t], NULL, claimer_main, &c[t]), 0);
 	}
-	for (int t = 0; t < 2; t++)
+	for (int t = 0; t < RACERS; t++)
 		pthread_join(th[t], NULL);
 	pthread_barrier_destroy(&start);
-	assert_false(c[0].failed || c[1].failed);
-	assert_int_equal(c[0].n + c[1].n, njobs);
-	for (int a = 0; a < 2; a++)
+	for (int t = 0; t < RACERS; t++) {
+		assert_false(c[t].failed);
+		total += c[t].n;
+	}
+	assert_int_equal(total, njobs);
+	for (int a = 0; a < RACERS; a++)
 		for (int i = 0; i < c[a].n; i++)
-			for (int b = 0; b < 2; b++)
+			for (int b = 0; b < RACERS; b++)
 				for (int j = 0; j < c[b].n; j++)
 					if ((a != b || i != j) && strcmp(c[a].ids[i], c[b].ids[j]) == 0)
 						fail_msg("%s claimed twice", c[a].ids[i]);
@@ -530,6 +580,77 @@ static void test_fair_share(void **state)
 	}
 }
 
+/*
+ * A runner that stalls past its lease between the claiming UPDATE and the
+ * read of the row it took: the read (under its lease) finds the row is
+ * another runner's now. The job is not executed nor written, the queue is
+ * told (claim_lost, which the runner logs as lease_lost) with the row's id,
+ * and the other runner's claim stands.
+ */
+static void test_claim_lost_before_read(void **state)
+{
+	(void)state;
+	static const struct job_kind stolen = { .name = "run", .table = "runs", .lease_s = 60,
+						.job_size = sizeof(struct tjob), .load = t_load,
+						.load_claimed = t_load_stolen, .execute = t_execute, .release = t_release };
+	struct jobq q;
+	struct jobq_job j;
+	char id[37], st[16], code[32];
+	long long att;
+	clear_tables();
+	memset(&lost, 0, sizeof lost);
+	queue_of(&q, "test:stalled", &stolen);
+	q.claim_lost = t_claim_lost;
+	enqueue(&stolen, "stolen", 1, id);
+	claim_expect(db, &q, &j, NULL);      /* claimed, then lost before the read: nothing to run */
+	assert_int_equal(lost.calls, 1);
+	assert_string_equal(lost.id, id);
+	job_state(&stolen, id, st, code, &att);
+	assert_string_equal(st, "running");  /* the other runner's claim stands */
+	assert_int_equal(att, 2);
+	assert_int_equal(ask_int("SELECT COUNT(*) FROM runs WHERE lease_owner = 'test:thief'", NULL), 1);
+}
+
+/*
+ * Two fair kinds in one queue: the first kind's turn order comes with the
+ * statement that counts every kind's queued rows, so check that the
+ * priority between kinds, the fair order within the first and the "more"
+ * hint all still hold when the first kind has none, one or several rows.
+ */
+static void test_fair_two_kinds(void **state)
+{
+	(void)state;
+	struct jobq q;
+	struct jobq_job j;
+	char r[3][37], e[2][37];
+	clear_tables();
+	jobq_init(&q, "test:fair2");
+	assert_true(jobq_add(&q, &t_fair_runs, NULL));
+	assert_true(jobq_add(&q, &t_fair_evals, NULL));
+	claim_expect(db, &q, &j, NULL);                  /* nothing queued anywhere */
+	enqueue_for(&t_fair_evals, 2, "twoE", 0, e[0]);
+	claim_expect(db, &q, &j, e[0]);                   /* no run queued: the evaluation */
+	assert_false(j.more);
+	assert_int_equal(process(db, &q, &j, false), JOBQ_WRITTEN);
+	enqueue_for(&t_fair_runs, 1, "twoA", 0, r[0]);
+	enqueue_for(&t_fair_runs, 1, "twoA", 1, r[1]);
+	enqueue_for(&t_fair_runs, 2, "twoB", 0, r[2]);
+	enqueue_for(&t_fair_evals, 2, "twoE", 1, e[1]);
+	claim_expect(db, &q, &j, r[0]);                   /* runs before evaluations; oldest owner first */
+	assert_true(j.more);
+	assert_int_equal(process(db, &q, &j, false), JOBQ_WRITTEN);
+	claim_expect(db, &q, &j, r[2]);                   /* owner 2 never served: its turn */
+	assert_true(j.more);
+	assert_int_equal(process(db, &q, &j, false), JOBQ_WRITTEN);
+	claim_expect(db, &q, &j, r[1]);
+	assert_true(j.more);                               /* the evaluation is still queued */
+	assert_int_equal(process(db, &q, &j, false), JOBQ_WRITTEN);
+	claim_expect(db, &q, &j, e[1]);
+	assert_false(j.more);
+	assert_int_equal(process(db, &q, &j, false), JOBQ_WRITTEN);
+	claim_expect(db, &q, &j, NULL);
+}
+
 /* An evaluation kind that records progress, as eval_job.c's does. */
 static const struct job_kind t_prog_evals = { .name = "evaluation", .table = "evaluations", .lease_s = 60,
 					      .job_size = sizeof(struct tjob), .load = t_load, .execute = t_execute,
@@ -676,6 +797,8 @@ int main(void)
 		cmocka_unit_test(test_lease_expiry_and_reclaim),
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_fair_share),
+		cmocka_unit_test(test_fair_two_kinds),
+		cmocka_unit_test(test_claim_lost_before_read),
 		cmocka_unit_test(test_heartbeat_progress),
 		cmocka_unit_test(test_kinds_mask_and_session),
 	};
