@@ -186,7 +186,9 @@ static void zpool_init(void)
 }
 
 /* Start up to n helpers of every kind whose bit is in kinds, then wait
- * (bounded) until they have imported everything. 0 or -1 (err). */
+ * (bounded: 60 s) until they have imported everything. The pool's lock is
+ * not held while waiting, so other threads' starts go on meanwhile (on a
+ * helper already ready, or one-shot). 0 or -1 (err). */
 static int prestart(unsigned kinds, unsigned n, char *err, size_t errlen)
 {
 	int rc = 0;
@@ -200,15 +202,27 @@ static int prestart(unsigned kinds, unsigned n, char *err, size_t errlen)
 				rc = -1;
 				break;
 			}
+	pthread_mutex_unlock(&zlock);
+	for (int t = 0; rc == 0 && t < 3000; t++) {
+		bool waiting = false;
+		pthread_mutex_lock(&zlock);
+		for (int k = 0; k < SBX_ZYGOTE__MAX; k++)
+			for (int i = 0; i < want && (kinds >> k & 1u); i++) {
+				zcheck(&zpool[k][i], 0);
+				waiting = waiting || (zpool[k][i].pid > 0 && !zpool[k][i].ready);
+			}
+		pthread_mutex_unlock(&zlock);
+		if (!waiting)
+			break;
+		usleep(20000);
+	}
+	pthread_mutex_lock(&zlock);
 	for (int k = 0; k < SBX_ZYGOTE__MAX && rc == 0; k++)
-		for (int i = 0; i < want && (kinds >> k & 1u); i++) {
-			for (int t = 0; zpool[k][i].pid > 0 && !zpool[k][i].ready && t < 600; t++)
-				zcheck(&zpool[k][i], 100);
+		for (int i = 0; i < want && (kinds >> k & 1u); i++)
 			if (zpool[k][i].pid <= 0 || !zpool[k][i].ready) {
 				snprintf(err, errlen, "zygote did not become ready");
 				rc = -1;
 			}
-		}
 	pthread_mutex_unlock(&zlock);
 	return rc;
 }

@@ -598,11 +598,12 @@ struct check_service *check_service_start(const struct config *cfg, unsigned run
 		pthread_cond_destroy(&s->cv);
 		goto fail;
 	}
-	/* The run slots' zygotes are pre-started already (main.c). The extra
-	 * ones for the checks warm up in the background from the first checks
-	 * on (the sandbox library starts one when none is idle), so the slots
-	 * do not wait for them; a check-only runner has no others and waits.
-	 * Pings say ready only after that. */
+	/* The run slots' zygotes are pre-started right after this (main.c),
+	 * while the service already answers (a check meanwhile runs on the
+	 * one-shot helper). The extra ones for the checks warm up in the
+	 * background from the first checks on (the sandbox library starts one
+	 * when none is idle), so the slots do not wait for them; a check-only
+	 * runner has no others and waits. Pings say ready only after that. */
 	if (run_slots == 0)
 		prestart_zygotes(zygotes);
 	atomic_store(&s->ready, true);

@@ -646,11 +646,13 @@ int main(int argc, char **argv)
 		snprintf(n, sizeof n, "%ld", nslots + 1);
 		setenv("AGENTTEST_SANDBOX_ZYGOTES", n, 1);
 	}
+	/* the code-check service for the API (check_service.c) first: the API
+	 * answers submissions while the zygotes import (a check meanwhile runs
+	 * on the one-shot helper), then the slots once their zygotes are ready */
+	struct check_service *check = check_service_start(&cfg, (unsigned)nslots);
 	char perr[256] = "";
 	if (sbx_prestart((unsigned)nslots + 1, perr, sizeof perr) != 0)
 		log_msg(LOG_LVL_WARNING, "sandbox_prestart_failed", "%s (runs start helpers on demand)", perr);
-	/* the code-check service for the API (check_service.c), before the slots run */
-	struct check_service *check = check_service_start(&cfg, (unsigned)nslots);
 
 	R.nslots = (unsigned)nslots;
 	for (unsigned i = 0; i < R.nslots; i++) {
