@@ -19,8 +19,15 @@ pages of a fetch). --forever STATUS answers
 every klines request with that status (429 comes with Retry-After: 1;
 --no-retry-after: 429 and 418 come without it).
 --gap-symbol SYM: SYM has no candle in minutes 500..509 of every 1000.
---history-days D: no candle older than D days (a recent listing; keeps
-fetches of a long window short).
+--history-days D: no candle older than D days before the server's clock at
+its start (a recent listing; keeps fetches of a long window short). Lowering
+the lag moves that oldest candle on by as much as the newest (a moving window
+for the tests of versions that start at later bars); the wall clock moving
+on does not: it only closes new candles, as at Binance, so every fetch that
+ends at a given candle gets the same candles, whenever its pages came. (An
+oldest candle that slid with the wall clock gave a fetch whose pages
+straddled a minute one candle more than a later fetch ending at the same
+candle: the same version label with another hash, a prefetch `conflict`.)
 --clock-ms MS: the server's wall clock stands at MS (ms since the epoch) and
 moves only by tick faults, so a test decides where the minute boundaries fall.
 --lag-minutes L: the server's clock is L minutes behind (no candle newer);
@@ -67,6 +74,7 @@ class State:
         self.faults = [f for f in args.faults.split(",") if f]
         self.lag_ms = args.lag_minutes * 60000
         self.ticks_ms = 0   # tick faults served: the minutes they moved the clock
+        self.start_ms = self.wall_ms()   # the wall clock at the start (the listing's age counts from it)
         self.gaps = []   # (symbol, from_ms, to_ms) of POST /admin/gap
         self.holds = {}  # symbol -> threading.Event set on release (POST /admin/hold)
         self.lock = threading.Lock()
@@ -202,7 +210,7 @@ class Handler(BaseHTTPRequestHandler):
         start = int(q.get("startTime", 0))
         end = min(int(q.get("endTime", now)), now)
         if st.args.history_days:
-            start = max(start, now - int(st.args.history_days * 86400000))
+            start = max(start, st.start_ms - st.lag_ms - int(st.args.history_days * 86400000))
         t = -(-start // ival) * ival
         rows = []
         while t <= end and len(rows) < limit:
