@@ -223,6 +223,16 @@ def _running_step(st, account_id, timeout=120):
     raise AssertionError("no running paper step of account %s" % account_id)
 
 
+def _steps_done(st, account_id, timeout=180):
+    """Wait until the account has no queued or running step."""
+    deadline = time.time() + timeout
+    q = ("SELECT COUNT(*) FROM paper_steps WHERE account_id = " + str(int(account_id))
+         + " AND status IN ('queued', 'running')")
+    while _sql(st["stack"], q) != [["0"]]:
+        assert time.time() < deadline, "steps of account %s never ended" % account_id
+        time.sleep(0.05)
+
+
 def test_restart_mid_stream_loses_and_doubles_no_bar(paper):
     """A runner SIGKILLed while it holds a step (several bars decided, none written): the
     step is claimed again by the other runner after the lease, which starts from the last
@@ -234,6 +244,10 @@ def test_restart_mid_stream_loses_and_doubles_no_bar(paper):
     v, _ = promote(st, SLOW_MOMENTUM, "paper-slow-momentum")
     a0 = wait_paper(st, timeout=180)["account"]
     assert a0["strategy_version_id"] == v and a0["bars"] == 0, a0
+    # the promotion's own step (the first decision) may still be running: the step
+    # killed below must be the prefetch's, else the prefetch's runs on the other
+    # runner and writes every bar while the killed one waits out its lease
+    _steps_done(st, a0["id"])
     last = prefetch(st, 6)
     step, pid = _running_step(st, a0["id"])
     os.kill(pid, signal.SIGKILL)   # mid-step: the bars it decided are in no committed row
