@@ -215,6 +215,34 @@ def test_quality_report_per_asset_with_a_refused_duplicate(standin_factory, tmp_
     assert stored == q
 
 
+def test_a_minute_passing_mid_fetch_keeps_one_version_per_label(standin_factory, tmp_path):
+    """A recent listing (--history-days, shorter than the window) fetched while the
+    stand-in's clock passes a minute between the first page and the next: that fetch
+    ends one candle later than its first page saw. A second fetch in that minute ends
+    at the same candle, so it gets the same version label, and it must get the same
+    bytes: the prefetch job refuses a label registered with another hash (`conflict`,
+    tests/e2e/test_paper.py's prefetch(st, 0) failed so when the stand-in's oldest
+    candle slid with its wall clock, one candle between the two fetches)."""
+    minute = 60000
+    clock = (int(time.time() * 1000) // minute - 1) * minute + 30000   # half-way into a minute
+    s = standin_factory("--history-days", "0.05", "--lag-minutes", "5", "--clock-ms", str(clock),
+                        "--faults", "tick", "--fault-after", "1")   # the minute passes before page 2
+    a = fetch(s, tmp_path, "--days-back", "1", "--assets", "BTC", "--backoff-ms", "1")
+    assert s.stats()["faults_served"] == ["tick"]
+    first_page_last = (clock - 5 * minute) // minute * minute
+    assert a["last_timestamp_ms"] == first_page_last + minute, a   # the page after the tick added one
+    assert a["bars"] == 73 and a["quality"]["BTC"]["n_gaps"] == 0, a   # 72 minutes of listing, then one
+    b = fetch(s, tmp_path, "--days-back", "1", "--assets", "BTC", "--backoff-ms", "1")
+    assert b["version"] == a["version"], (a, b)
+    assert (b["first_timestamp_ms"], b["bars"]) == (a["first_timestamp_ms"], a["bars"]), (a, b)
+    assert b["dataset_hash"] == a["dataset_hash"], (a, b)
+    # lowering the lag is the server's clock moving on: the listing's window moves with it
+    s.lag(3)
+    c = fetch(s, tmp_path, "--days-back", "1", "--assets", "BTC", "--backoff-ms", "1")
+    assert c["last_timestamp_ms"] == a["last_timestamp_ms"] + 2 * minute, c
+    assert c["first_timestamp_ms"] == a["first_timestamp_ms"] + 2 * minute and c["bars"] == 73, c
+
+
 def test_refresh_adds_only_new_candles(standin_factory, tmp_path):
     s = standin_factory("--lag-minutes", "30")
     # "nothing new" holds only while the stand-in's clock stays in one

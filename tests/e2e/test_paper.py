@@ -211,12 +211,19 @@ SLOW_MOMENTUM = (
 )
 
 
-def _running_step(st, account_id, timeout=120):
-    """(step id, lease owner pid) of the account's step once a runner holds it."""
+def _claimed_steps(st, account_id):
+    """Ids of the account's steps that a runner claimed (any status but queued)."""
+    return {r[0] for r in _sql(st["stack"], "SELECT id FROM paper_steps WHERE account_id = " + str(int(account_id))
+                               + " AND status <> 'queued'")}
+
+
+def _running_step(st, account_id, timeout=120, besides=()):
+    """(step id, lease owner pid) of the account's step once a runner holds it (not one of `besides`)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         rows = _sql(st["stack"], "SELECT id, lease_owner FROM paper_steps WHERE account_id = " + str(int(account_id))
                     + " AND status = 'running' AND lease_owner IS NOT NULL")
+        rows = [r for r in rows if r[0] not in besides]
         if rows:
             return rows[0][0], int(rows[0][1].split(":")[1])
         time.sleep(0.05)
@@ -234,8 +241,12 @@ def test_restart_mid_stream_loses_and_doubles_no_bar(paper):
     v, _ = promote(st, SLOW_MOMENTUM, "paper-slow-momentum")
     a0 = wait_paper(st, timeout=180)["account"]
     assert a0["strategy_version_id"] == v and a0["bars"] == 0, a0
+    # the promotion's own step (the first decision) may still be running: the step killed
+    # below is the one serving the new bars, not that one (else the new bars' step runs on
+    # the other runner and writes every bar while the killed one waits out its lease)
+    earlier = _claimed_steps(st, a0["id"])
     last = prefetch(st, 6)
-    step, pid = _running_step(st, a0["id"])
+    step, pid = _running_step(st, a0["id"], besides=earlier)
     os.kill(pid, signal.SIGKILL)   # mid-step: the bars it decided are in no committed row
     b = wait_paper(st, last_ts=last, timeout=240)
     check_curve(b)

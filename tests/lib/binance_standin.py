@@ -13,12 +13,23 @@ applied once, to the klines requests that come after --fault-after
 requests, one every --fault-every requests, in order: 429 (with Retry-After: 1), 418 (Retry-After: 1), 500,
 502, slow (answers after --slow-s seconds), dup (the page starts one candle
 before startTime: it repeats the last candle of the page before), empty ([]), nonlist
-({"code":-1003,...} with status 200), badjson. --forever STATUS answers
+({"code":-1003,...} with status 200), badjson, tick (the server's clock moves one
+minute forward before the request is answered: a minute that passes between two
+pages of a fetch). --forever STATUS answers
 every klines request with that status (429 comes with Retry-After: 1;
 --no-retry-after: 429 and 418 come without it).
 --gap-symbol SYM: SYM has no candle in minutes 500..509 of every 1000.
---history-days D: no candle older than D days (a recent listing; keeps
-fetches of a long window short).
+--history-days D: no candle older than D days before the server's clock at
+its start (a recent listing; keeps fetches of a long window short). Lowering
+the lag moves that oldest candle on by as much as the newest (a moving window
+for the tests of versions that start at later bars); the wall clock moving
+on does not: it only closes new candles, as at Binance, so every fetch that
+ends at a given candle gets the same candles, whenever its pages came. (An
+oldest candle that slid with the wall clock gave a fetch whose pages
+straddled a minute one candle more than a later fetch ending at the same
+candle: the same version label with another hash, a prefetch `conflict`.)
+--clock-ms MS: the server's wall clock stands at MS (ms since the epoch) and
+moves only by tick faults, so a test decides where the minute boundaries fall.
 --lag-minutes L: the server's clock is L minutes behind (no candle newer);
 POST /admin/lag?minutes=L changes it. POST /admin/faults?list=a,b queues
 more faults (served to the next klines requests). POST
@@ -62,6 +73,8 @@ class State:
         self.args = args
         self.faults = [f for f in args.faults.split(",") if f]
         self.lag_ms = args.lag_minutes * 60000
+        self.ticks_ms = 0   # tick faults served: the minutes they moved the clock
+        self.start_ms = self.wall_ms()   # the wall clock at the start (the listing's age counts from it)
         self.gaps = []   # (symbol, from_ms, to_ms) of POST /admin/gap
         self.holds = {}  # symbol -> threading.Event set on release (POST /admin/hold)
         self.lock = threading.Lock()
@@ -70,6 +83,11 @@ class State:
         # reuse, pacing); max_in_flight: most klines requests served at once (parallelism)
         self.stats = {"klines": 0, "ping": 0, "faults_served": [], "statuses": {}, "pages": [],
                       "max_in_flight": 0}
+
+    def wall_ms(self):
+        """The server's wall clock (ms): the real one, or --clock-ms; moved by tick faults."""
+        base = self.args.clock_ms if self.args.clock_ms is not None else int(time.time() * 1000)
+        return base + self.ticks_ms
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -161,6 +179,8 @@ class Handler(BaseHTTPRequestHandler):
             elif n > st.args.fault_after and st.faults and (n - st.args.fault_after - 1) % st.args.fault_every == 0:
                 fault = st.faults.pop(0)
                 st.stats["faults_served"].append(fault)
+            if fault == "tick":
+                st.ticks_ms += 60000
         q = {k: v[0] for k, v in parse_qs(u.query).items()}
         with st.lock:
             hold = st.holds.get(q.get("symbol", ""))
@@ -186,11 +206,11 @@ class Handler(BaseHTTPRequestHandler):
         if not sym.endswith("USDT") or ival is None:
             return self.reply(400, '{"code":-1121,"msg":"Invalid symbol."}')
         limit = min(int(q.get("limit", 500)), 1000)
-        now = int(time.time() * 1000) - st.lag_ms
+        now = st.wall_ms() - st.lag_ms
         start = int(q.get("startTime", 0))
         end = min(int(q.get("endTime", now)), now)
         if st.args.history_days:
-            start = max(start, now - int(st.args.history_days * 86400000))
+            start = max(start, st.start_ms - st.lag_ms - int(st.args.history_days * 86400000))
         t = -(-start // ival) * ival
         rows = []
         while t <= end and len(rows) < limit:
@@ -211,6 +231,7 @@ def main():
     ap.add_argument("--slow-s", type=float, default=2.0)
     ap.add_argument("--gap-symbol", default="")
     ap.add_argument("--lag-minutes", type=int, default=0)
+    ap.add_argument("--clock-ms", type=int, default=None)
     ap.add_argument("--history-days", type=float, default=0)
     ap.add_argument("--ping-status", type=int, default=200)
     ap.add_argument("--no-retry-after", action="store_true")
