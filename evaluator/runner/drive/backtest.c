@@ -458,13 +458,13 @@ struct bt_par {
 	struct bt_ctx  *c;                    /* the run */
 	pthread_mutex_t mu;
 	pthread_cond_t  cv;                   /* full changed */
-	int             full;                 /* the full run: 0 running, 1 scored, -1 failed */
+	int             full;                 /* the full run: 0 running, 1 output valid, -1 failed */
 	pthread_t       th;                   /* the spare worker ... */
 	int             spare;                /* ... when started */
 	size_t          n;                    /* cuts */
 	size_t          cuts[BT_MAX_CUTS];
 	int             state[BT_MAX_CUTS];   /* BT_CUT_TODO, _TAKEN, _DONE */
-	size_t          failed;               /* lowest failed cut index, or n_cuts */
+	size_t          failed;               /* lowest failed cut index, or n */
 	double          cpu_used;
 	unsigned        hosts0;               /* the run's hosts before the audit */
 	struct bt_ctx   x[BT_MAX_CUTS];       /* each cut's own host context ... */
@@ -644,27 +644,6 @@ static void bt_audit_merge(struct bt_par *p, int decide)
 		bt_fail(c, EV_TIMEOUT, "CPU time limit exceeded during audit");
 }
 
-/*
- * The causality audit over the cut points. Every cut has its own fresh host
- * that never receives a price at or after the cut, so no audit call can
- * replay what the full run (or another cut) saw. Within a cut, the
- * simulate last-bar calls (fake last prices) come first and the prefix
- * call, the only one with the real last price, last: what a call can
- * remember is only what an earlier call of its cut was allowed to see, and
- * never the price it is checked against. One host per cut rather than per
- * call keeps the audit's cost at 6 host starts (a zygote fork and a LOAD).
- *
- * With a spare box, a second worker thread takes cuts from the other end
- * in a host of that box (its own uid, cgroup and limits) while a zygote
- * helper is idle to spare, so a lone run uses the machine's second core;
- * a busy machine runs the cuts one after the other as before. The spare
- * starts while the full run's host exits; that host's verdict is settled
- * before the slot's own worker starts, and if it fails the run no further
- * cut starts and none counts. Each cut host is given what the hosts ended so far left of the CPU
- * limit, and the run fails with a timeout when all hosts together used
- * more. The outcome does not depend on the interleaving: the error is the
- * first failing cut's in cut order, and cuts after it count no calls.
- */
 /* The audit's state for run c, whose first host has loaded the code (its
  * kind is known): the cuts and one context per cut. */
 static struct bt_par *bt_par_new(struct bt_ctx *c)
@@ -691,8 +670,8 @@ static struct bt_par *bt_par_new(struct bt_ctx *c)
 	return p;
 }
 
-/* The full run is over: scored (ok) or failed. Cut hosts waiting for its
- * output go on, or stop. */
+/* The full run is over: its output valid (ok) or failed. Cut hosts
+ * waiting for that output go on, or stop. */
 static void bt_par_full_done(struct bt_par *p, int ok)
 {
 	pthread_mutex_lock(&p->mu);
@@ -721,8 +700,9 @@ static void bt_par_free(struct bt_par *p)
 }
 
 /*
- * The causality audit over the cut points, once the full run is scored. Every cut has its own fresh host
- * that never receives a price at or after the cut, so no audit call can
+ * The causality audit over the cut points, once the full run's output is
+ * in and valid. Every cut has its own fresh host that never receives a
+ * price at or after the cut, so no audit call can
  * replay what the full run (or another cut) saw. Within a cut, the
  * simulate last-bar calls (fake last prices) come first and the prefix
  * call, the only one with the real last price, last: what a call can
@@ -735,7 +715,7 @@ static void bt_par_free(struct bt_par *p)
  * helper is idle to spare, so a lone run uses the machine's second core;
  * a busy machine runs the cuts one after the other as before. The spare's
  * first host starts and loads while the full run runs (bt_par_new) and
- * gets its prices once the full run is scored; the full run's host exits
+ * gets its prices once the full run's output is valid; the full run's host exits
  * meanwhile, and its verdict is settled before the slot's own worker
  * starts: if it fails the run, no further cut starts and none counts. Each
  * cut host is given what the hosts ended so far left of the CPU limit, and
