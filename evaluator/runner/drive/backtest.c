@@ -702,21 +702,21 @@ static void bt_par_free(struct bt_par *p)
 /*
  * The causality audit over the cut points, once the full run's output is
  * in and valid. Every cut has its own fresh host that never receives a
- * price at or after the cut, so no audit call can
- * replay what the full run (or another cut) saw. Within a cut, the
- * simulate last-bar calls (fake last prices) come first and the prefix
- * call, the only one with the real last price, last: what a call can
- * remember is only what an earlier call of its cut was allowed to see, and
- * never the price it is checked against. One host per cut rather than per
- * call keeps the audit's cost at 6 host starts (a zygote fork and a LOAD).
+ * price at or after the cut, so no audit call can replay what the full run
+ * (or another cut) saw. Within a cut, the simulate last-bar calls (fake
+ * last prices) come first and the prefix call, the only one with the real
+ * last price, last: what a call can remember is only what an earlier call
+ * of its cut was allowed to see, and never the price it is checked
+ * against. One host per cut rather than per call keeps the audit's cost at
+ * 6 host starts (a zygote fork and a LOAD).
  *
  * With a spare box, a second worker thread takes cuts from the other end
  * in a host of that box (its own uid, cgroup and limits) while a zygote
- * helper is idle to spare, so a lone run uses the machine's second core;
- * a busy machine runs the cuts one after the other as before. The spare's
+ * helper is idle to spare, so a lone run uses the machine's second core; a
+ * busy machine runs the cuts one after the other as before. The spare's
  * first host starts and loads while the full run runs (bt_par_new) and
- * gets its prices once the full run's output is valid; the full run's host exits
- * meanwhile, and its verdict is settled before the slot's own worker
+ * gets its prices once the full run's output is valid; the full run's host
+ * exits meanwhile, and its verdict is settled before the slot's own worker
  * starts: if it fails the run, no further cut starts and none counts. Each
  * cut host is given what the hosts ended so far left of the CPU limit, and
  * the run fails with a timeout when all hosts together used more. The
