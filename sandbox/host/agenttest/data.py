@@ -179,11 +179,5 @@ def default_dataset_dir():
     tmp = cache + ".tmp%d" % os.getpid()
     subprocess.run([exe, "data", "synth", "--out", tmp, "--version", "sdk-synth-60d-seed1",
                     "--days", "60", "--seed", "1"], check=True, stdout=subprocess.DEVNULL)
-    try:
-        os.rename(tmp, cache)
-    except OSError:
-        # another process (a second test worker) made the cache first: keep its copy
-        shutil.rmtree(tmp, ignore_errors=True)
-        if not os.path.exists(os.path.join(cache, "manifest.json")):
-            raise
+    os.rename(tmp, cache)
     return cache
