@@ -211,10 +211,15 @@ SLOW_MOMENTUM = (
 )
 
 
-def _claimed_steps(st, account_id):
-    """Ids of the account's steps that a runner claimed (any status but queued)."""
-    return {r[0] for r in _sql(st["stack"], "SELECT id FROM paper_steps WHERE account_id = " + str(int(account_id))
-                               + " AND status <> 'queued'")}
+def _settled_steps(st, account_id, timeout=120):
+    """Ids of the account's steps once none is queued or running (all ended)."""
+    deadline = time.time() + timeout
+    while True:
+        rows = _sql(st["stack"], "SELECT id, status FROM paper_steps WHERE account_id = " + str(int(account_id)))
+        if all(r[1] not in ("queued", "running") for r in rows):
+            return {r[0] for r in rows}
+        assert time.time() < deadline, "paper steps of account %s never ended: %s" % (account_id, rows)
+        time.sleep(0.05)
 
 
 def _running_step(st, account_id, timeout=120, besides=()):
@@ -241,10 +246,12 @@ def test_restart_mid_stream_loses_and_doubles_no_bar(paper):
     v, _ = promote(st, SLOW_MOMENTUM, "paper-slow-momentum")
     a0 = wait_paper(st, timeout=180)["account"]
     assert a0["strategy_version_id"] == v and a0["bars"] == 0, a0
-    # the promotion's own step (the first decision) may still be running: the step killed
+    # the promotion's own step (the first decision) must have ended first: the step killed
     # below is the one serving the new bars, not that one (else the new bars' step runs on
-    # the other runner and writes every bar while the killed one waits out its lease)
-    earlier = _claimed_steps(st, a0["id"])
+    # the other runner and writes every bar while the killed one waits out its lease). Had
+    # it been still queued here, a later snapshot would have missed it once claimed, and
+    # the kill could hit it instead (CI, stop 26).
+    earlier = _settled_steps(st, a0["id"])
     last = prefetch(st, 6)
     step, pid = _running_step(st, a0["id"], besides=earlier)
     os.kill(pid, signal.SIGKILL)   # mid-step: the bars it decided are in no committed row
