@@ -7,13 +7,23 @@
  * The request/response discipline (the host reads a whole request before it
  * writes) means at most one direction carries data at a time; a host that
  * breaks it only runs into our deadline.
+ *
+ * System calls are counted per frame, because each one the host waits on
+ * is a wake-up of that process (and, through the sandbox helper's relay,
+ * of two more): a frame, or a DATA and RUN pair (proto_sendv), goes out in
+ * one writev(2), and frames come in through a small read-ahead, so that a
+ * short reply (header, meta and body) is usually one read(2) instead of
+ * three. The read-ahead only ever holds bytes the host already wrote; a
+ * caller that polls the descriptor itself asks proto_buffered() first.
  */
 #include "evaluator/runner/drive/protocol.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -179,15 +189,31 @@ static enum proto_status pc_wait(struct proto_conn *c, int fd, short ev, double 
 	}
 }
 
-/* Write all n bytes of p to the host. */
-static enum proto_status pc_write_all(struct proto_conn *c, const void *p, size_t n)
+/* Write every byte of iov[0..cnt) to the host, in as few writev(2) calls
+ * as the pipe allows; iov is consumed. */
+static enum proto_status pc_writev_all(struct proto_conn *c, struct iovec *iov, int cnt)
 {
-	const char *s = p;
-	while (n > 0) {
-		ssize_t w = write(c->wfd, s, n);
+	while (cnt > 0 && iov->iov_len == 0) {
+		iov++;
+		cnt--;
+	}
+	while (cnt > 0) {
+		ssize_t w = writev(c->wfd, iov, cnt);
 		if (w > 0) {
-			s += w;
-			n -= (size_t)w;
+			size_t left = (size_t)w;
+			while (cnt > 0 && left >= iov->iov_len) {
+				left -= iov->iov_len;
+				iov++;
+				cnt--;
+			}
+			if (cnt > 0) {
+				iov->iov_base = (char *)iov->iov_base + left;
+				iov->iov_len -= left;
+			}
+			while (cnt > 0 && iov->iov_len == 0) {
+				iov++;
+				cnt--;
+			}
 			continue;
 		}
 		if (w < 0 && errno == EINTR)
@@ -203,15 +229,32 @@ static enum proto_status pc_write_all(struct proto_conn *c, const void *p, size_
 	return PROTO_OK;
 }
 
-/* Read exactly n bytes from the host into p. */
+/* Read exactly n bytes from the host into p: first what the read-ahead
+ * holds, then a large remainder straight into p, a small one through the
+ * read-ahead (one read(2) for the rest of this frame and, often, the
+ * next). */
 static enum proto_status pc_read_all(struct proto_conn *c, void *p, size_t n)
 {
 	char *d = p;
 	while (n > 0) {
-		ssize_t r = read(c->rfd, d, n);
+		if (c->roff < c->rlen) {
+			size_t k = c->rlen - c->roff < n ? c->rlen - c->roff : n;
+			memcpy(d, c->rbuf + c->roff, k);
+			c->roff += (uint32_t)k;
+			d += k;
+			n -= k;
+			continue;
+		}
+		bool direct = n >= sizeof c->rbuf;
+		ssize_t r = read(c->rfd, direct ? (void *)d : (void *)c->rbuf, direct ? n : sizeof c->rbuf);
 		if (r > 0) {
-			d += r;
-			n -= (size_t)r;
+			if (direct) {
+				d += r;
+				n -= (size_t)r;
+			} else {
+				c->roff = 0;
+				c->rlen = (uint32_t)r;
+			}
 			continue;
 		}
 		if (r == 0)
@@ -229,19 +272,36 @@ static enum proto_status pc_read_all(struct proto_conn *c, void *p, size_t n)
 	return PROTO_OK;
 }
 
+size_t proto_buffered(const struct proto_conn *c)
+{
+	return c->rlen - c->roff;
+}
+
+enum proto_status proto_sendv(struct proto_conn *c, const struct proto_frame *f, size_t n)
+{
+	uint8_t h[PROTO_SENDV_MAX][PROTO_HEADER_LEN];
+	struct iovec iov[3 * PROTO_SENDV_MAX];
+	int cnt = 0;
+	if (n > PROTO_SENDV_MAX)
+		return PROTO_TOO_BIG;
+	for (size_t i = 0; i < n; i++) {
+		if (f[i].meta_len > PROTO_MAX_META_OUT || f[i].body_len > PROTO_MAX_BODY)
+			return PROTO_TOO_BIG;
+		proto_header_encode(h[i], f[i].type, (uint32_t)f[i].meta_len, (uint32_t)f[i].body_len);
+		iov[cnt++] = (struct iovec){ .iov_base = h[i], .iov_len = sizeof h[i] };
+		if (f[i].meta_len)
+			iov[cnt++] = (struct iovec){ .iov_base = (void *)(uintptr_t)f[i].meta, .iov_len = f[i].meta_len };
+		if (f[i].body_len)
+			iov[cnt++] = (struct iovec){ .iov_base = (void *)(uintptr_t)f[i].body, .iov_len = f[i].body_len };
+	}
+	return pc_writev_all(c, iov, cnt);
+}
+
 enum proto_status proto_send(struct proto_conn *c, uint16_t type, const void *meta, size_t meta_len,
 			     const void *body, size_t body_len)
 {
-	if (meta_len > PROTO_MAX_META_OUT || body_len > PROTO_MAX_BODY)
-		return PROTO_TOO_BIG;
-	uint8_t h[PROTO_HEADER_LEN];
-	proto_header_encode(h, type, (uint32_t)meta_len, (uint32_t)body_len);
-	enum proto_status st = pc_write_all(c, h, sizeof h);
-	if (st == PROTO_OK && meta_len)
-		st = pc_write_all(c, meta, meta_len);
-	if (st == PROTO_OK && body_len)
-		st = pc_write_all(c, body, body_len);
-	return st;
+	struct proto_frame f = { type, meta, meta_len, body, body_len };
+	return proto_sendv(c, &f, 1);
 }
 
 enum proto_status proto_recv(struct proto_conn *c, struct proto_hdr *h, struct buf *meta,

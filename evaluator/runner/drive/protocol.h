@@ -80,6 +80,7 @@ struct proto_hdr {
 	uint32_t body_len;
 };
 
+#define PROTO_RBUF 4096u   /* bytes read ahead from the host's stdout */
 /* One connection to a host: our ends of its stdin, stdout and stderr. */
 struct proto_conn {
 	int        wfd;      /* frames to the host */
@@ -88,6 +89,19 @@ struct proto_conn {
 	double     deadline; /* CLOCK_MONOTONIC seconds; 0: none */
 	struct buf log;      /* last PROTO_LOG_TAIL bytes of stderr */
 	uint64_t   log_total;
+	/* read-ahead: one read(2) usually takes a whole small frame (header,
+	 * meta, body) instead of one call per part; rbuf[roff..rlen) is what
+	 * was read from rfd and not consumed yet (see proto_buffered) */
+	uint32_t   roff, rlen;
+	uint8_t    rbuf[PROTO_RBUF];
+};
+/* One frame to send: type, meta and body (either may be NULL with length 0). */
+struct proto_frame {
+	uint16_t    type;
+	const void *meta;
+	size_t      meta_len;
+	const void *body;
+	size_t      body_len;
 };
 
 /* Text for a status ("eof", "timeout", ...). */
@@ -112,6 +126,14 @@ void proto_conn_free(struct proto_conn *c);
 /* Send one frame (meta may be NULL with meta_len 0, same for body). */
 enum proto_status proto_send(struct proto_conn *c, uint16_t type, const void *meta, size_t meta_len,
 			     const void *body, size_t body_len);
+/*
+ * Send n frames (n <= PROTO_SENDV_MAX) in one writev(2) where the pipe
+ * takes them whole: the host wakes once for the lot instead of once per
+ * part, and frames it reads in order are exactly those of n proto_send
+ * calls. PROTO_TOO_BIG (nothing sent) if a frame is out of bounds.
+ */
+#define PROTO_SENDV_MAX 4
+enum proto_status proto_sendv(struct proto_conn *c, const struct proto_frame *f, size_t n);
 
 /*
  * Receive one frame: header (validated with max_meta and body_cap), meta
@@ -121,6 +143,10 @@ enum proto_status proto_send(struct proto_conn *c, uint16_t type, const void *me
 enum proto_status proto_recv(struct proto_conn *c, struct proto_hdr *h, struct buf *meta,
 			     void *body, uint32_t max_meta, uint32_t body_cap);
 
+/* Bytes read from the host's stdout and not consumed by proto_recv yet: a
+ * caller that polls rfd itself must look here first (a frame may already
+ * be in the read-ahead, and poll would not see it). */
+size_t proto_buffered(const struct proto_conn *c);
 /* Read whatever stderr the host has left (until EOF or `wait` seconds;
  * wait <= 0: only what is there now, without blocking). */
 void proto_drain_log(struct proto_conn *c, double wait);

@@ -492,7 +492,7 @@ sleep:
 		if (__atomic_load_n(&ctl->seq_h, __ATOMIC_ACQUIRE) == seq)
 			break;
 		struct pollfd p = { .fd = c->run.from_host, .events = POLLIN };
-		if (poll(&p, 1, 0) > 0) {
+		if (proto_buffered(&c->conn) > 0 || poll(&p, 1, 0) > 0) {
 			__atomic_store_n(&ctl->rsleep, 0, __ATOMIC_RELAXED);
 			/* an ERROR frame (its seq bump may follow) or the host is gone */
 			recv_frame(c, 0xffff);

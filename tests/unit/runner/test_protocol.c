@@ -1,7 +1,8 @@
 /*
  * Protocol codec and pipe I/O (evaluator/runner/drive/protocol.c): a table of malformed
  * frames that must be rejected before any payload is trusted, deadlines,
- * stderr draining, and large frames through real pipes.
+ * stderr draining, large frames through real pipes, several frames in one
+ * write and the read-ahead that may hold the next frame.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -243,6 +244,99 @@ static void test_big_frames(void **s)
 	big_frame(1000000);
 }
 
+struct reader {
+	int     fd;
+	struct buf got;
+};
+
+/* Thread: read fd to EOF into r->got. */
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+	char tmp[65536];
+	ssize_t k;
+	while ((k = read(r->fd, tmp, sizeof tmp)) > 0)
+		buf_append(&r->got, tmp, (size_t)k);
+	return NULL;
+}
+
+/* proto_sendv writes exactly the bytes of one proto_send per frame, in
+ * order, also when the first frame is larger than the pipe (partial
+ * writes across the frame boundary), and refuses more than its maximum. */
+static void test_sendv_is_the_frames_in_order(void **s)
+{
+	(void)s;
+	size_t n = 300000;   /* 2.4 MB: many partial writes on a 64 KiB pipe */
+	double *v = xcalloc(n, sizeof *v);
+	for (size_t i = 0; i < n; i++)
+		v[i] = 100.0 + (double)i / 7.0;
+	struct fake f;
+	fake_open(&f, 30.0);
+	struct reader r = { .fd = f.from_us[0], .got = BUF_INIT };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, reader_main, &r), 0);
+	struct proto_frame fr[2] = {
+		{ PROTO_DATA, "{\"bars\":300000}", 16, v, n * 8 },
+		{ PROTO_RUN, "{\"bars\":300000,\"params\":{}}", 29, NULL, 0 },
+	};
+	assert_int_equal(proto_sendv(&f.c, fr, 2), PROTO_OK);
+	close(f.from_us[1]);
+	f.from_us[1] = -1;
+	pthread_join(th, NULL);
+	/* the expected bytes: each frame encoded on its own */
+	struct buf want = BUF_INIT;
+	for (int i = 0; i < 2; i++) {
+		uint8_t h[PROTO_HEADER_LEN];
+		proto_header_encode(h, fr[i].type, (uint32_t)fr[i].meta_len, (uint32_t)fr[i].body_len);
+		buf_append(&want, h, sizeof h);
+		buf_append(&want, fr[i].meta, fr[i].meta_len);
+		if (fr[i].body_len)
+			buf_append(&want, fr[i].body, fr[i].body_len);
+	}
+	assert_int_equal(r.got.len, want.len);
+	assert_memory_equal(r.got.data, want.data, want.len);
+	struct proto_frame many[PROTO_SENDV_MAX + 1];
+	memset(many, 0, sizeof many);
+	assert_int_equal(proto_sendv(&f.c, many, PROTO_SENDV_MAX + 1), PROTO_TOO_BIG);
+	buf_free(&want);
+	buf_free(&r.got);
+	free(v);
+	fake_close(&f);
+}
+
+/* Two replies written at once: the first proto_recv reads ahead, keeps
+ * the second frame for the next call and says so (proto_buffered). */
+static void test_read_ahead_keeps_the_next_frame(void **s)
+{
+	(void)s;
+	uint8_t raw[2 * (16 + 2 + 16)];
+	double a[2] = { 1.0, 2.5 }, b[2] = { -3.0, 4.25 };
+	proto_header_encode(raw, PROTO_OUTPUT, 2, 16);
+	memcpy(raw + 16, "{}", 2);
+	memcpy(raw + 18, a, 16);
+	proto_header_encode(raw + 34, PROTO_OUTPUT, 2, 16);
+	memcpy(raw + 50, "{}", 2);
+	memcpy(raw + 52, b, 16);
+	struct fake f;
+	fake_open(&f, 2.0);
+	assert_int_equal(write(f.to_us[1], raw, sizeof raw), (ssize_t)sizeof raw);
+	struct buf meta = BUF_INIT;
+	struct proto_hdr h;
+	double got[2];
+	assert_int_equal(proto_buffered(&f.c), 0);
+	assert_int_equal(proto_recv(&f.c, &h, &meta, got, PROTO_MAX_META_IN, 16), PROTO_OK);
+	assert_memory_equal(got, a, 16);
+	assert_int_equal(proto_buffered(&f.c), 34);
+	assert_int_equal(proto_recv(&f.c, &h, &meta, got, PROTO_MAX_META_IN, 16), PROTO_OK);
+	assert_memory_equal(got, b, 16);
+	assert_int_equal(proto_buffered(&f.c), 0);
+	close(f.to_us[1]);
+	f.to_us[1] = -1;
+	assert_int_equal(proto_recv(&f.c, &h, &meta, got, PROTO_MAX_META_IN, 16), PROTO_EOF);
+	buf_free(&meta);
+	fake_close(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -253,6 +347,8 @@ int main(void)
 		cmocka_unit_test(test_log_tail_is_bounded),
 		cmocka_unit_test(test_send_to_dead_host),
 		cmocka_unit_test(test_big_frames),
+		cmocka_unit_test(test_sendv_is_the_frames_in_order),
+		cmocka_unit_test(test_read_ahead_keeps_the_next_frame),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
