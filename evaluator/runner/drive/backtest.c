@@ -236,25 +236,29 @@ static int bt_send(struct bt_ctx *c, uint16_t type, const char *meta, const void
 }
 
 /*
- * Call the strategy on prices[0..bars) (last price replaced by `last` unless
- * it is NaN) and read its output into out. 0 or -1 (failure recorded).
+ * Hand the host `data`, prices[0..bars) as its DATA, and call the strategy
+ * on them (RUN); read its output into out. The two frames go out in one
+ * write (proto_sendv), so the host wakes once for the call. 0 or -1
+ * (failure recorded).
  */
-static int bt_call(struct bt_ctx *c, size_t bars, double last, double *out)
+static int bt_call(struct bt_ctx *c, const double *data, size_t bars, double *out)
 {
+	char dmeta[64];
 	struct buf m = BUF_INIT;
-	buf_printf(&m, "{\"bars\":%zu,", bars);
-	if (!isnan(last)) {
-		buf_puts(&m, "\"last\":");
-		cj_write_double(&m, last);
-		buf_putc(&m, ',');
-	}
-	buf_puts(&m, "\"params\":");
+	snprintf(dmeta, sizeof dmeta, "{\"bars\":%zu}", bars);
+	buf_printf(&m, "{\"bars\":%zu,\"params\":", bars);
 	buf_puts(&m, c->rq->params_json ? c->rq->params_json : "{}");
 	buf_putc(&m, '}');
-	int rc = bt_send(c, PROTO_RUN, m.data, NULL, 0);
+	struct proto_frame f[2] = {
+		{ PROTO_DATA, dmeta, strlen(dmeta), data, bars * 8 },
+		{ PROTO_RUN, m.data, m.len, NULL, 0 },
+	};
+	enum proto_status st = proto_sendv(&c->conn, f, 2);
 	buf_free(&m);
-	if (rc < 0)
+	if (st != PROTO_OK) {
+		bt_proto_fail(c, st, PROTO_DATA);
 		return -1;
+	}
 	struct proto_hdr h;
 	if (bt_reply(c, PROTO_OUTPUT, &h, out, (uint32_t)(bars * 8)) < 0)
 		return -1;
@@ -339,14 +343,10 @@ static void bt_settle(struct bt_ctx *c, int failed);
  * from then on). Output into out; 0 or -1 (failure recorded). */
 static int bt_audit_call(struct bt_ctx *c, size_t bars, double last, double *out)
 {
-	char meta[64];
 	memcpy(c->pscratch, c->rq->prices, bars * sizeof *c->pscratch);
 	if (!isnan(last))
 		c->pscratch[bars - 1] = last;
-	snprintf(meta, sizeof meta, "{\"bars\":%zu}", bars);
-	if (bt_send(c, PROTO_DATA, meta, c->pscratch, bars * 8) < 0)
-		return -1;
-	return bt_call(c, bars, NAN, out);
+	return bt_call(c, c->pscratch, bars, out);
 }
 
 /* Record an audit failure at (cut, bar) from check `what`. */
@@ -868,13 +868,9 @@ static int bt_full(struct bt_ctx *c)
 {
 	const struct bt_request *rq = c->rq;
 	struct bt_result *res = c->res;
-	char meta[64];
-	snprintf(meta, sizeof meta, "{\"bars\":%zu}", rq->n);
 	c->phase = "run";
-	if (bt_send(c, PROTO_DATA, meta, rq->prices, rq->n * 8) < 0)
-		return -1;
 	c->raw = xcalloc(rq->n, sizeof *c->raw);
-	if (bt_call(c, rq->n, NAN, c->raw) < 0)
+	if (bt_call(c, rq->prices, rq->n, c->raw) < 0)
 		return -1;
 	if (res->kind == BT_KIND_SIMULATE) {
 		res->equity = c->raw; /* shared: freed once, by bt_result_free */
