@@ -19,7 +19,13 @@
  *     the forbidden call never executes;
  *   - on each tick, wall time (CLOCK_MONOTONIC) and CPU time (the cgroup's
  *     accounting when there is one, else /proc/<pid>/stat of the top
- *     process including reaped children).
+ *     process including reaped children). The cgroup's counter is read
+ *     only once the run could have reached its limit: a run can use at
+ *     most one CPU second per second on each of the machine's CPUs, so
+ *     after reading c of a limit L the next read is due (L - c) / CPUs
+ *     seconds later, and no crossing is seen later than before. A round
+ *     that only relays a frame reads no counter (the kernel sums it over
+ *     every CPU at each read, a cost per frame in the old loop).
  * Any limit kills the whole run (cgroup kill plus SIGKILL of the top
  * process, or of its process group in trusted mode) and the loop goes on
  * until the top process is reaped with wait4(2), which also yields the
@@ -66,6 +72,7 @@ struct sup {
 	bool     exec_done;
 	char     logged[200];   /* --seccomp-log: names seen */
 	bool     reaped;        /* without pidfd: wait4 already done */
+	double   cpu_due;       /* with a cgroup: seconds since start when its CPU is read next */
 	int      status;
 	struct rusage ru;
 };
@@ -129,6 +136,20 @@ static double proc_cpu(pid_t pid)
 		return -1;
 	long hz = sysconf(_SC_CLK_TCK);
 	return (double)(f[0] + f[1] + f[2] + f[3]) / (double)(hz > 0 ? hz : 100);
+}
+
+/* The machine's CPUs (configured, so at least those online), once, in a
+ * helper (with a cgroup: never the trusted-mode child of a threaded
+ * caller, where sysconf could allocate); 1 if unknown. */
+static double machine_cpus(void)
+{
+	static long n;
+	if (n == 0) {
+		n = sysconf(_SC_NPROCESSORS_CONF);
+		if (n < 1)
+			n = 1;
+	}
+	return (double)n;
 }
 
 /* CPU seconds of the run so far (cgroup if any), or -1. */
@@ -337,11 +358,16 @@ static bool poll_round(struct sup *s)
 	}
 	if (cancel_flag)
 		kill_run(s, KR_CANCEL);
-	if (since(&s->start) > s->w->limits.wall_seconds)
+	double now = since(&s->start);
+	if (now > s->w->limits.wall_seconds)
 		kill_run(s, KR_TIME);
-	double cpu = run_cpu(s);
-	if (cpu > s->w->limits.cpu_seconds)
-		kill_run(s, KR_TIME);
+	if (!s->w->cg || now >= s->cpu_due) {
+		double cpu = run_cpu(s), lim = s->w->limits.cpu_seconds;
+		if (cpu > lim)
+			kill_run(s, KR_TIME);
+		else if (s->w->cg && cpu >= 0)
+			s->cpu_due = now + (lim - cpu) / machine_cpus();
+	}
 	if (ip < 0) {   /* no pidfd (old kernel, valgrind): poll the wait status */
 		pid_t r = wait4(s->w->pid, &s->status, WNOHANG, &s->ru);
 		if (r == s->w->pid || (r < 0 && errno != EINTR))
