@@ -204,6 +204,27 @@ def test_audit_cuts_run_side_by_side(alice):
     assert min(times) < 2.2, times
 
 
+# Buy and hold as a curve, refusing a single price: a simulate curve starts
+# at exactly 1.0 in the full run and in every cut, so a cut at bar 1 could
+# only compare 1.0 with 1.0 (or fail a strategy that needs two prices).
+SIMULATE_TWO_PRICES_AT_LEAST = (
+    "def simulate(prices, params):\n"
+    "    if len(prices) < 2:\n"
+    "        raise ValueError('needs two prices')\n"
+    "    return [p / prices[0] for p in prices]\n"
+)
+
+
+def test_simulate_audit_cuts_start_at_the_second_bar(alice):
+    vid = submit(alice, SIMULATE_TWO_PRICES_AT_LEAST, "sim-two-prices")
+    run = alice.run(vid, dataset_version="v1")
+    assert run["status"] == "completed", run
+    a = run["audit"]["report"]
+    # each cut: the four last-bar calls and the prefix call
+    assert a["passed"] is True and a["cuts"] and min(a["cuts"]) >= 2, a
+    assert a["strategy_calls"] == 5 * len(a["cuts"]), a
+
+
 # Looks ahead at every bar, so every cut fails; the one-bar cut answers last
 # (it sleeps), the three-bar cut, which the second worker takes first, at once.
 LOOKAHEAD_SLOW_FIRST_CUT = (

@@ -435,7 +435,7 @@ static int bt_cmp_size(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-size_t bt_audit_cuts(size_t n, uint64_t seed, size_t cuts[BT_MAX_CUTS])
+size_t bt_audit_cuts(size_t n, uint64_t seed, size_t min_cut, size_t cuts[BT_MAX_CUTS])
 {
 	if (n < 2)
 		return 0;
@@ -446,7 +446,7 @@ size_t bt_audit_cuts(size_t n, uint64_t seed, size_t cuts[BT_MAX_CUTS])
 	qsort(cand, BT_MAX_CUTS, sizeof cand[0], bt_cmp_size);
 	size_t k = 0;
 	for (int i = 0; i < BT_MAX_CUTS; i++)
-		if (cand[i] >= 1 && cand[i] < n && (k == 0 || cuts[k - 1] != cand[i]))
+		if (cand[i] >= 1 && cand[i] >= min_cut && cand[i] < n && (k == 0 || cuts[k - 1] != cand[i]))
 			cuts[k++] = cand[i];
 	return k;
 }
@@ -650,7 +650,7 @@ static struct bt_par *bt_par_new(struct bt_ctx *c)
 {
 	struct bt_par *p = xcalloc(1, sizeof *p);
 	p->c = c;
-	p->n = bt_audit_cuts(c->rq->n, c->rq->audit_seed, p->cuts);
+	p->n = bt_audit_cuts(c->rq->n, c->rq->audit_seed, c->res->kind == BT_KIND_SIMULATE ? 2 : 1, p->cuts);
 	p->failed = p->n;
 	p->hosts0 = c->hosts;
 	pthread_mutex_init(&p->mu, NULL);

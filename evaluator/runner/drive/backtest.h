@@ -135,7 +135,14 @@ void bt_result_free(struct bt_result *res);
 /* The error object {"error","code","detail",...extra} for a failed run. */
 json_object *bt_error_json(const struct bt_result *res);
 
-/* The cut points for n bars and seed (sorted, distinct, in [1, n-1]). */
-size_t bt_audit_cuts(size_t n, uint64_t seed, size_t cuts[BT_MAX_CUTS]);
+/*
+ * The cut points for n bars and seed: sorted, distinct, in [min_cut, n-1]
+ * (min_cut >= 1). A simulate run asks for min_cut 2: its cut at 1 would
+ * compare E[0] with E[0], which both runs must return as exactly 1.0, so
+ * it could never see a look-ahead (and would only fail a strategy that
+ * cannot take a single price). The candidates do not depend on min_cut:
+ * a larger one only drops the cuts below it.
+ */
+size_t bt_audit_cuts(size_t n, uint64_t seed, size_t min_cut, size_t cuts[BT_MAX_CUTS]);
 
 #endif
