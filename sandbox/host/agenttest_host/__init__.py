@@ -9,11 +9,12 @@ the evaluator. Entry points:
     agenttest_host.warm()                  # the zygote, before its first fork
     /usr/bin/python3 <hostdir>/agenttest_host   # one-shot (see __main__.py)
 
-Module-level imports stay light (numpy is the one heavy import, done here so
-a pre-forked interpreter has it loaded before the fork).
+Module-level imports stay light: the host itself needs only the standard
+library, so a zygote that preloads nothing (the plain one) forks a small
+interpreter. numpy is imported by the zygotes that preload it, by a strategy
+that uses it, or by the host on first need (an output that is not a list of
+floats); seeding.py seeds its generator whenever it arrives.
 """
-import numpy  # noqa: F401  (pre-import for the zygote)
-
 from .server import serve, warm
 
 __all__ = ["serve", "warm"]

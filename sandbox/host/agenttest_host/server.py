@@ -13,8 +13,6 @@ import struct
 import sys
 import time
 
-import numpy as np
-
 from . import check, frames, seeding
 from .errors import error_meta, STRATEGY_FILE
 
@@ -25,9 +23,12 @@ KINDS = ("simulate", "positions")
 # copies every page its first use of the JSON encoder touches (about forty),
 # and these metas are fixed shapes of ints, known strings and finite floats,
 # whose repr is the JSON json.dumps would write. The READY prefix is built
-# once at import, in the zygote.
+# once at import, in the zygote. "numpy" is the version the interpreter has
+# loaded, null in one that preloaded nothing (the plain zygote, a one-shot
+# host), where a strategy's own import loads it.
 _READY_PREFIX = ('{"protocol":%d,"python":%s,"numpy":%s,"pid":' % (
-    frames.PROTOCOL, json.dumps(sys.version.split()[0]), json.dumps(np.__version__))).encode("ascii")
+    frames.PROTOCOL, json.dumps(sys.version.split()[0]),
+    json.dumps(getattr(sys.modules.get("numpy"), "__version__", None)))).encode("ascii")
 
 
 def _seconds(x):
@@ -110,6 +111,7 @@ def _to_float64(result):
         return struct.pack("<%dd" % len(result), *result)
     if result is None:
         raise OutputError("returned None instead of a sequence of numbers")
+    import numpy as np   # loaded already unless the host runs on the plain zygote
     try:
         arr = np.asarray(result, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -117,6 +119,14 @@ def _to_float64(result):
     if arr.ndim != 1:
         raise OutputError("output must be one-dimensional, got shape %s" % (arr.shape,))
     return np.ascontiguousarray(arr, dtype="<f8")
+
+
+def _prices(body):
+    """A DATA body as a read-only sequence of float64 (little-endian on the
+    wire, the evaluator's own order: it refuses to build elsewhere). A
+    memoryview, not a numpy array: slicing it and .tolist() give the same
+    Python floats, bit for bit, without numpy in the process."""
+    return memoryview(body).toreadonly().cast("d")
 
 
 def _run(chan, strat, prices, meta):
@@ -173,7 +183,7 @@ def warm():
         source, code = _given_code(meta, body)
         strat = _load(meta, source, code, chan)
         chan.recv()  # the COMPILED frame
-        prices = np.frombuffer(np.arange(100.0, 108.0).tobytes(), dtype="<f8")
+        prices = _prices(struct.pack("<8d", *(100.0 + i for i in range(8))))
         for bars in (8, 4):
             _run(chan, strat, prices, {"bars": bars, "params": {}})
             chan.recv()
@@ -221,7 +231,7 @@ def serve(in_fd=0, out_fd=1):
         elif ftype == frames.DATA:
             if len(body) % 8:
                 raise frames.ProtocolError("DATA body is not float64")
-            prices = np.frombuffer(body, dtype="<f8")
+            prices = _prices(body)
         elif ftype == frames.CHECK:  # parse only, never run (check.py)
             chan.send(frames.CHECKED, check.check(body))
         elif ftype == frames.STREAM:  # lockstep signal streaming (stream.py)
