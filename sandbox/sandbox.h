@@ -51,6 +51,7 @@ enum sbx_mode {
 enum sbx_zygote {
 	SBX_ZYGOTE_FULL = 0,  /* default: numpy, pandas ($AGENTTEST_ZYGOTE_PRELOAD) */
 	SBX_ZYGOTE_NUMPY,     /* numpy alone */
+	SBX_ZYGOTE_PLAIN,     /* nothing beyond the host (the standard library only) */
 	SBX_ZYGOTE__MAX
 };
 
@@ -120,8 +121,12 @@ struct sbx_spec {
 /*
  * The zygote for a strategy's source: FULL if the bytes name pandas
  * anywhere (an import, a string, a comment: a conservative test, so that
- * every run that imports pandas the usual way finds it preloaded), else
- * NUMPY. Code that reaches pandas another way still runs, only slower.
+ * every run that imports pandas the usual way finds it preloaded); PLAIN
+ * if its only imports are import statements of a few standard modules
+ * that never load numpy (math, random, statistics, ...: see
+ * zygote_kind.c) and the bytes hold no other "import" (no __import__, no
+ * importlib, not even in a string) and no "numpy"; else NUMPY. Code that
+ * reaches a module another way still runs, only slower.
  */
 enum sbx_zygote sbx_zygote_for_code(const char *code, size_t len);
 

@@ -4,11 +4,13 @@
  * Theory of operation. A zygote helper is `agenttest-sandbox --zygote`
  * (zygote_sup.c) started by this library with one end of a SOCK_SEQPACKET
  * socket as fd 3; it keeps a Python zygote with its preloaded modules
- * imported and serves one run at a time. There are two kinds of zygote
+ * imported and serves one run at a time. There are three kinds of zygote
  * (enum sbx_zygote): FULL preloads numpy and pandas
  * ($AGENTTEST_ZYGOTE_PRELOAD), NUMPY numpy alone, which has about half the
  * mappings and memory and so costs less to fork and to tear down at every
- * run. The pool holds up to $AGENTTEST_SANDBOX_ZYGOTES helpers of each
+ * run, and PLAIN nothing but the host, for code that only uses the
+ * standard library (half the memory of NUMPY again, about a quarter less
+ * CPU per run). The pool holds up to $AGENTTEST_SANDBOX_ZYGOTES helpers of each
  * kind (default 2, at most SBX_ZYGOTES_MAX), started by sbx_prestart()
  * (which waits until they are ready) or warmed up from the second sbx_start
  * of the process on (a process that makes a single run never pays for a
@@ -16,9 +18,9 @@
  * sbx_start takes an idle, ready helper of the kind the spec asks for;
  * when there is none of its kind it starts one in the background (if the
  * pool has room and none of that kind is starting) and takes an idle one
- * of the other kind (a run imports itself whatever its zygote did not
- * preload: still far cheaper than a new interpreter) or, with none idle,
- * runs this one on the one-shot helper.
+ * of another kind, the nearest larger first (a run imports itself
+ * whatever its zygote did not preload: still far cheaper than a new
+ * interpreter) or, with none idle, runs this one on the one-shot helper.
  * It sends the request and the caller-side pipe ends and marks the helper
  * busy; sbx_finish marks it idle again once the verdict pipe reaches EOF. A
  * helper that died (send fails, or a run ends without a verdict) is reaped
@@ -132,8 +134,11 @@ static int zspawn(struct zhelper *z, char *err, size_t errlen)
 		char *envp[6];
 		int k = 0;
 		static char pre[256], cgm[32], warm[32], huge[32];
-		const char *p = z->kind == SBX_ZYGOTE_NUMPY ? "numpy" : getenv("AGENTTEST_ZYGOTE_PRELOAD");
-		if (p && snprintf(pre, sizeof pre, "AGENTTEST_ZYGOTE_PRELOAD=%s", p) < (int)sizeof pre)
+		/* FULL: the operator's list, or the helper's default when unset or empty */
+		const char *p = z->kind == SBX_ZYGOTE_NUMPY ? "numpy" :
+			z->kind == SBX_ZYGOTE_PLAIN ? "" : getenv("AGENTTEST_ZYGOTE_PRELOAD");
+		if (p && (*p || z->kind == SBX_ZYGOTE_PLAIN) &&
+		    snprintf(pre, sizeof pre, "AGENTTEST_ZYGOTE_PRELOAD=%s", p) < (int)sizeof pre)
 			envp[k++] = pre;
 		const char *c = getenv("AGENTTEST_CGROUP");
 		if (c && snprintf(cgm, sizeof cgm, "AGENTTEST_CGROUP=%s", c) < (int)sizeof cgm)
@@ -327,6 +332,13 @@ static int zsend(struct zhelper *z, const struct sbx_zreq *rq, const int *fds, i
 
 int sbx_zygote_start(const struct sbx_spec *spec, struct sbx_run *run, bool spare, char *err, size_t errlen)
 {
+	/* the other kinds to take when none of the wanted one is idle: the
+	 * nearest one that preloads more first (fewer imports left to the run) */
+	static const enum sbx_zygote fallback[SBX_ZYGOTE__MAX][SBX_ZYGOTE__MAX - 1] = {
+		[SBX_ZYGOTE_FULL] = { SBX_ZYGOTE_NUMPY, SBX_ZYGOTE_PLAIN },
+		[SBX_ZYGOTE_NUMPY] = { SBX_ZYGOTE_FULL, SBX_ZYGOTE_PLAIN },
+		[SBX_ZYGOTE_PLAIN] = { SBX_ZYGOTE_NUMPY, SBX_ZYGOTE_FULL },
+	};
 	struct sbx_pipes p;
 	struct zhelper *z = NULL;
 	struct sbx_zreq rq = { .magic = SBX_ZREQ_MAGIC, .box_id = spec->box_id, .limits = spec->limits,
@@ -352,7 +364,8 @@ int sbx_zygote_start(const struct sbx_spec *spec, struct sbx_run *run, bool spar
 			 * its own did not preload) or, with none, one-shot now */
 			if (warm)
 				zwarm(want, cap, err, errlen);
-			z = zidle(want == SBX_ZYGOTE_NUMPY ? SBX_ZYGOTE_FULL : SBX_ZYGOTE_NUMPY, cap, false);
+			for (int i = 0; !z && i < SBX_ZYGOTE__MAX - 1; i++)
+				z = zidle(fallback[want][i], cap, false);
 			if (!z)
 				break;
 		}

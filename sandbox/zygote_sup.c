@@ -206,8 +206,9 @@ static int start_zygote(struct zsup *z, const struct sbx_root_opts *root_in, cha
 	root.binds[root.nbinds++] = dir;
 	snprintf(script, sizeof script, "%s/zygote.py", SBX_BOX_ZYGOTE_DIR);
 	const char *box_host = root_in->dsts[0] ? root_in->dsts[0] : root_in->binds[0];
+	/* unset: the full zygote's default; empty: nothing (the plain zygote) */
 	const char *preload = getenv("AGENTTEST_ZYGOTE_PRELOAD");
-	if (!preload || !*preload)
+	if (!preload)
 		preload = "numpy,pandas";
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
 		snprintf(err, errlen, "socketpair: %s", strerror(errno));

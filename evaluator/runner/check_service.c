@@ -257,7 +257,7 @@ static enum check_status run_check_once(uint32_t box, const char *code, size_t l
 		.mode = SBX_CONFINED, .box_id = box,
 		.limits = { .cpu_seconds = CHECK_CPU_S, .wall_seconds = CHECK_WALL_S,
 			    .memory_bytes = CHECK_MEM_BYTES, .output_bytes = CHECK_OUT_BYTES },
-		.zygote = SBX_ZYGOTE_NUMPY, /* a check only parses the code: the small zygote */
+		.zygote = SBX_ZYGOTE_PLAIN, /* a check only parses the code: the plain zygote */
 	};
 	struct sbx_run run;
 	struct sbx_verdict v;
@@ -540,12 +540,12 @@ static unsigned grow_zygote_pool(unsigned run_slots, unsigned workers)
 	return want;
 }
 
-/* Pre-start the small-zygote pool up to want helpers (before the slots
+/* Pre-start the plain-zygote pool up to want helpers (before the slots
  * run); checks need no other kind. */
 static void prestart_zygotes(unsigned want)
 {
 	char err[256] = "";
-	if (sbx_prestart_kind(SBX_ZYGOTE_NUMPY, want, err, sizeof err) != 0)
+	if (sbx_prestart_kind(SBX_ZYGOTE_PLAIN, want, err, sizeof err) != 0)
 		log_msg(LOG_LVL_WARNING, "sandbox_prestart_failed", "%s (checks start helpers on demand)", err);
 }
 

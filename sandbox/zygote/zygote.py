@@ -10,7 +10,8 @@ and the host's environment with PYTHONMALLOC=malloc instead of
 PYTHONHASHSEED (_host_environ explains why).
 
 It imports the PRELOAD modules (comma-separated, e.g. "numpy,pandas") and
-the strategy host, loads the C half (SO_PATH, sandbox/zygote_so.c) with
+the strategy host (PRELOAD may be empty: the plain zygote), loads the C half
+(SO_PATH, sandbox/zygote_so.c) with
 ctypes.PyDLL, compiles the seccomp policy once, runs the host's own code on
 built-in data a few times (_prewarm), freezes its heap (_settle), then
 hands fd 3 (a SOCK_SEQPACKET socket to the helper) to the C order loop
@@ -163,7 +164,8 @@ def main():
         _fail("cannot compile the seccomp policy")
     libc = ctypes.CDLL(None)
     libc.malloc_trim.argtypes = [ctypes.c_size_t]
-    import agenttest_host.stream  # noqa: F401 - the STREAM path, imported once here, not per run
+    if "numpy" in sys.modules:   # the STREAM path (numpy arrays), imported once here, not per run
+        import agenttest_host.stream  # noqa: F401
     ctl = socket.socket(fileno=3)
     _host_environ()
     _prewarm(host)

@@ -1,8 +1,9 @@
-"""Issue 19: the runner sends a run to the small zygote (numpy alone) unless
-its source names pandas, to the full one (numpy and pandas preloaded) if it
-does (sandbox/zygote_kind.c). The choice changes the cost, never a result:
-the same computation gives the same equity bytes on either zygote, and
-pandas reached in a way the routing cannot see still works on the small one.
+"""Issue 19: the runner sends a run to the plain zygote (no numpy) when its
+source imports only a few standard modules, to the full one (numpy and
+pandas preloaded) when it names pandas, else to the small one (numpy alone)
+(sandbox/zygote_kind.c). The choice changes the cost, never a result: the
+same computation gives the same equity bytes on any zygote, and a module
+reached in a way the routing cannot see still works on a smaller one.
 """
 import secrets
 
@@ -46,6 +47,33 @@ def simulate(prices, params):
 '''
 
 
+# The same idea without numpy: K tells whether numpy was loaded at load
+# time (it is not on the plain zygote; the name is spelled in pieces so
+# that the routing sees no mention of it).
+PLAIN_PROBE = '''
+import sys
+K = 0.25 if "num" + "py" in sys.modules else 0.75
+def simulate(prices, params):
+    e = [1.0]
+    for a, b in zip(prices, prices[1:]):
+        e.append(e[-1] * (1.0 + K * (b / a - 1.0)))
+    return e
+'''
+
+# Float work with the standard library only (no RNG, as above; a constant
+# exposure, so the audit's last-bar check holds)
+STDLIB_WORK = '''
+import math
+from statistics import fmean
+K = 1.0 / 3.0 + math.tanh(0.7) / 9.0 + math.sqrt(fmean([2.0, 3.0])) * 1e-3
+def simulate(prices, params):
+    e = [1.0]
+    for i in range(1, len(prices)):
+        e.append(e[-1] * (1.0 + K * math.expm1(math.log(prices[i] / prices[i - 1]))))
+    return e
+'''
+
+
 @pytest.fixture(scope="module")
 def dana(stack):
     return Api(stack, stack.create_token(role="user"))
@@ -83,3 +111,16 @@ def test_pandas_imported_at_run_time_on_the_small_zygote(dana):
     _, small = run_equity(dana, PANDAS_WORK, "rt-small")
     _, full = run_equity(dana, PANDAS_WORK + "# pandas\n", "rt-full")
     assert small == full and len(small.splitlines()) == 6, (small, full)
+
+
+def test_standard_library_code_runs_on_the_plain_zygote(dana):
+    eq, _ = run_equity(dana, PLAIN_PROBE, "probe-plain")
+    assert eq[1] == pytest.approx(1.0075, abs=1e-12), eq
+    eq, _ = run_equity(dana, PLAIN_PROBE + "# numpy: this comment sends it to the small zygote\n", "probe-np")
+    assert eq[1] == pytest.approx(1.0025, abs=1e-12), eq
+
+
+def test_same_result_on_the_plain_zygote(dana):
+    _, plain = run_equity(dana, STDLIB_WORK, "std-plain")
+    _, small = run_equity(dana, STDLIB_WORK + "# numpy: this comment sends it to the small zygote\n", "std-small")
+    assert plain == small and len(plain.splitlines()) == 6, (plain, small)

@@ -779,8 +779,10 @@ def main():
                 fail = "did not run through the zygote: " + r.get("warnings", "")
             results.append((mode, "shm_fd", fail is None, fail or "", 0))
     # a run's results do not depend on the zygote it forked from: the same
-    # numpy code, and pandas code the routing cannot see, on the small zygote,
-    # on the full one and one-shot give the same output bytes
+    # numpy code, pandas code the routing cannot see, and standard-library
+    # code, on the plain zygote (which has no numpy until the code imports
+    # it: its generator is seeded then), the small one, the full one and
+    # one-shot give the same output bytes
     if not only or "zygote_kinds_identical" in only:
         same = {
             "numpy": "import numpy as np, random\n"
@@ -792,13 +794,24 @@ def main():
                               "def simulate(prices, params):\n    s = pd.Series(prices, dtype=float)\n"
                               "    r = s.pct_change().fillna(0).ewm(span=5).mean().rolling(3, min_periods=1).std()\n"
                               "    return list((1 + r.fillna(0) + np.random.standard_normal(len(s)) * 1e-4).cumprod())\n" % PD,
+            "stdlib": "import math, random\n"
+                      "J = random.random()\n"
+                      "def simulate(prices, params):\n    e = [1.0]\n"
+                      "    for a, b in zip(prices, prices[1:]):\n"
+                      "        e.append(e[-1] * math.exp(math.log(b / a) / 3 + random.gauss(0, 1e-4) + J * 1e-9))\n"
+                      "    return e\n",
+            "numpy_at_import": "np = __import__('num' + 'py')\nW = np.random.standard_normal(3)\n"
+                               "def simulate(prices, params):\n    p = np.asarray(prices, dtype=float)\n"
+                               "    return list(np.cumprod(1 + np.diff(p, prepend=p[0]) / p * W[0] * 1e-2 "
+                               "+ np.random.standard_normal(len(p)) * 1e-5))\n",
         }
         for n, src in same.items():
             path = os.path.join(tmpdir, "src", "same_%s.py" % n)
             with open(path, "w") as f:
                 f.write(src)
             outs, fail = {}, None
-            for kind, extra in (("small", ["--prestart", "--zygote=numpy"]), ("full", ["--prestart", "--zygote=full"]),
+            for kind, extra in (("plain", ["--prestart", "--zygote=plain"]),
+                                ("small", ["--prestart", "--zygote=numpy"]), ("full", ["--prestart", "--zygote=full"]),
                                 ("oneshot", [])):
                 menv = dict(env)
                 menv["AGENTTEST_SANDBOX_ZYGOTE"] = "0" if kind == "oneshot" else "1"

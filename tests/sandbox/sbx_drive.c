@@ -6,7 +6,7 @@
  *   sbx-drive [--trusted] [--cpu=S] [--wall=S] [--mem=BYTES] [--box=N]
  *             [--bars=N] [--repeat=K] [--prestart] [--workdir=DIR]
  *             [--cancel-after=S] [--kill-helpers] [--shm]
- *             [--zygote=code|full|numpy] FILE...
+ *             [--zygote=code|full|numpy|plain] FILE...
  *
  * For every FILE (a Python strategy), in order and in this one process (so
  * the zygote pool is shared between them): sbx_start, LOAD the source, DATA
@@ -16,7 +16,7 @@
  * FNV-1a hash, so runs can be compared bit for bit), the tail of the log
  * and the time from sbx_start to the verdict. --zygote picks the zygote
  * kind a run asks for: by its source as the runner does
- * (sbx_zygote_for_code, the default), or always FULL or NUMPY.
+ * (sbx_zygote_for_code, the default), or always FULL, NUMPY or PLAIN.
  */
 #include <errno.h>
 #include <poll.h>
@@ -361,6 +361,7 @@ int main(int argc, char **argv)
 		else if (strcmp(a, "--zygote=code") == 0) o.zygote = -1;
 		else if (strcmp(a, "--zygote=full") == 0) o.zygote = SBX_ZYGOTE_FULL;
 		else if (strcmp(a, "--zygote=numpy") == 0) o.zygote = SBX_ZYGOTE_NUMPY;
+		else if (strcmp(a, "--zygote=plain") == 0) o.zygote = SBX_ZYGOTE_PLAIN;
 		else if (strcmp(a, "--shm") == 0) {
 			/* a memfd holding "shm-ok", handed to the host as fd 4 */
 			int fd = memfd_create("sbx-drive-shm", MFD_CLOEXEC);

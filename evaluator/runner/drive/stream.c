@@ -556,7 +556,10 @@ static int s_start(struct sctx *c, json_object *lay)
 	char err[256];
 	double t0 = proto_now();
 	spec.shm_fd = c->shm.fd;
+	/* the stream path itself (agenttest_host/stream.py) works on numpy arrays */
 	spec.zygote = sbx_zygote_for_code(rq->code, rq->code_len);
+	if (spec.zygote == SBX_ZYGOTE_PLAIN)
+		spec.zygote = SBX_ZYGOTE_NUMPY;
 	if (sbx_start(&spec, &c->run, err, sizeof err) < 0) {
 		sfail(c, EV_INTERNAL, "cannot start the strategy host: %s", err);
 		return -1;
