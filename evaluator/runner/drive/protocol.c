@@ -20,8 +20,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdbool.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <time.h>
