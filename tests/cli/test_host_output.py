@@ -77,3 +77,47 @@ def test_seeds_keep_their_values():
     assert seeding.seed_for(SOURCE) == 3848312296204396127
     assert seeding.seed_for(SOURCE, {}) == 3848312296204396127
     assert seeding.seed_for(SOURCE, {"lookback": 20, "band": [0.5, 1.5]}) == 13300735226475201918
+
+
+def test_prices_are_the_floats_numpy_gave():
+    # DATA is a memoryview now: its slices' tolist() are the same floats,
+    # bit for bit, as the numpy array's were
+    raw = struct.pack("<6d", 100.0, -0.0, math.inf, QUIET_NAN_WITH_PAYLOAD, 5e-324, 1 / 3)
+    view = server._prices(bytearray(raw))
+    arr = np.frombuffer(raw, dtype="<f8")
+    for bars in range(7):
+        got, want = view[:bars].tolist(), arr[:bars].tolist()
+        assert struct.pack("<%dd" % bars, *got) == struct.pack("<%dd" % bars, *want)
+    with pytest.raises(TypeError):
+        view[0] = 1.0   # read-only
+
+
+HOST_ALONE = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+from agenttest_host import seeding, server
+print(server._READY_PREFIX.decode(), "numpy" in sys.modules)
+seeding.seed_all(seeding.seed_for(b"code"))
+import numpy as np   # after the seed: seeded as it arrives
+print(repr(np.random.random()))
+"""
+
+PRELOADED = r"""
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from agenttest_host import seeding
+seeding.seed_all(seeding.seed_for(b"code"))
+print(repr(np.random.random()))
+"""
+
+
+def test_the_host_alone_loads_no_numpy_and_seeds_it_when_it_arrives():
+    import subprocess
+    host = str(ROOT / "sandbox" / "host")
+    out = subprocess.run([sys.executable, "-c", HOST_ALONE, host], check=True, capture_output=True,
+                         text=True).stdout.splitlines()
+    assert out[0].endswith('"numpy":null,"pid": False'), out
+    pre = subprocess.run([sys.executable, "-c", PRELOADED, host], check=True, capture_output=True,
+                         text=True).stdout.splitlines()
+    assert out[1] == pre[0], (out, pre)
