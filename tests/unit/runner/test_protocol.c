@@ -275,9 +275,10 @@ static void test_sendv_is_the_frames_in_order(void **s)
 	struct reader r = { .fd = f.from_us[0], .got = BUF_INIT };
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, reader_main, &r), 0);
+	static const char dmeta[] = "{\"bars\":300000}", rmeta[] = "{\"bars\":300000,\"params\":{}}";
 	struct proto_frame fr[2] = {
-		{ PROTO_DATA, "{\"bars\":300000}", 16, v, n * 8 },
-		{ PROTO_RUN, "{\"bars\":300000,\"params\":{}}", 29, NULL, 0 },
+		{ PROTO_DATA, dmeta, sizeof dmeta - 1, v, n * 8 },
+		{ PROTO_RUN, rmeta, sizeof rmeta - 1, NULL, 0 },
 	};
 	assert_int_equal(proto_sendv(&f.c, fr, 2), PROTO_OK);
 	close(f.from_us[1]);
