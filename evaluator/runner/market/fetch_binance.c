@@ -395,7 +395,7 @@ static int mk_asset(struct mk_job *j, CURL *h, struct buf *b, size_t i)
 		if (from <= r->end_ms && r->pace_ms > 0 && mk_nap(r->cancelled, r->ud, r->pace_ms))
 			return mk_stopping(j), -1;
 	}
-	if (s->n == 0) {
+	if (s->n == 0 && !r->allow_empty) {
 		snprintf(msg, sizeof msg, "%s: no candle at all in %lld..%lld", r->assets[i], (long long)r->start_ms,
 			 (long long)r->end_ms);
 		mk_fail(j, MK_ERR_EMPTY, msg);
