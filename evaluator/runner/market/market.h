@@ -10,6 +10,9 @@
  *                 once). It either returns every closed candle the server
  *                 has, or fails naming the asset and the time range: never
  *                 a silently short series.
+ *   mk_fetch_window() mk_fetch of a window of days_back days ending at the
+ *                 last bar served (window.c): what the prefetch job and
+ *                 `agenttest data fetch` store.
  *   mk_store()    those series on one minute grid → an immutable dataset
  *                 version under <data_dir>/versions/<dataset hash>/, and the
  *                 moving label <data_dir>/<window> (a symlink swapped
@@ -68,7 +71,7 @@ struct mk_request {
 	int                max_429;     /* consecutive 429/418 that give up (the last one is not waited on) */
 	int                max_retries; /* attempts for 5xx/timeouts/bad answers */
 	long               backoff_ms;  /* first backoff, doubled per retry */
-	int                allow_empty; /* non-zero: an asset without a candle in [start, end] is no error */
+	const int64_t     *end_each;    /* NULL, or asset i's own end (inclusive, instead of end_ms) */
 	/* Called (from worker threads, serialised) after every page. */
 	void             (*progress)(void *ud, size_t assets_done, size_t n_assets, size_t rows);
 	/* Non-zero: stop as soon as possible (checked between pages and during transfers). */
@@ -137,8 +140,9 @@ void mk_series_prepend(struct kl_series *s, struct kl_series *head);
  * either way): r->end_ms is set to the clock's last closed candle (from
  * r->now_ms), r->start_ms to mk_window_first(r->end_ms); when the last bar
  * served is earlier (the newest candles late), the missing first bars are
- * fetched in a second request per asset (no progress calls); then
- * mk_window_trim. The prefetch job and `agenttest data fetch` both use it.
+ * fetched in a second request per asset, from the window's first bar up to
+ * the asset's first candle fetched (so never an empty page; no progress
+ * calls); then mk_window_trim. The prefetch job and `agenttest data fetch` both use it.
  */
 enum mk_err mk_fetch_window(struct mk_request *r, long days_back, struct kl_series *out, int64_t *first_ms,
 			    int64_t *last_ms, char *err, size_t errlen);

@@ -16,7 +16,8 @@
  * The fetch asks for [clock end − days_back days + interval, clock end];
  * when the last bar served is earlier than the clock's end, the bars the
  * window needs before that start are fetched in a second, short request
- * per asset and put in front; then every series is trimmed to the window.
+ * per asset (up to its first candle fetched) and put in front; then every
+ * series is trimmed to the window.
  */
 #include "evaluator/runner/market/market.h"
 
@@ -123,11 +124,20 @@ enum mk_err mk_fetch_window(struct mk_request *r, long days_back, struct kl_seri
 			last = out[i].t[out[i].n - 1];
 	int64_t want = mk_window_first(last, days_back, ival);
 	if (want < r->start_ms) {
-		/* the newest candles came late: the window begins before what was asked for */
+		/* The newest candles came late: the window begins before what was
+		 * asked for. Each asset's head runs up to its first candle fetched,
+		 * so the server always has a candle in it (never an empty page
+		 * retried for an asset listed later; a gap at the fetch's start is
+		 * looked behind); prepend keeps what lies before that candle. */
 		struct mk_request h = *r;
+		int64_t *ends = xcalloc(r->n_assets, sizeof *ends);
 		h.start_ms = want;
-		h.end_ms = r->start_ms - ival;
-		h.allow_empty = 1;   /* an asset listed later has nothing there */
+		h.end_ms = want;
+		for (size_t i = 0; i < r->n_assets; i++) {
+			ends[i] = out[i].t[0];
+			h.end_ms = ends[i] > h.end_ms ? ends[i] : h.end_ms;
+		}
+		h.end_each = ends;
 		h.progress = NULL;   /* the progress counted the assets once */
 		struct kl_series *head = xcalloc(r->n_assets, sizeof *head);
 		rc = mk_fetch(&h, head, err, errlen);
@@ -137,6 +147,7 @@ enum mk_err mk_fetch_window(struct mk_request *r, long days_back, struct kl_seri
 			kl_series_free(&head[i]);
 		}
 		free(head);
+		free(ends);
 		if (rc != MK_OK)
 			return rc;
 	}
