@@ -7,7 +7,8 @@
  * guarded finish. execute() fetches every asset of the window from Binance
  * (market.h mk_fetch_window, as `agenttest data fetch` does: days_back days
  * ending at the last bar served, so the version is a function of its label;
- * mk_fetch: pagination, Retry-After, backoff, the open candle dropped), then, when the prefetch's body gave a CoinGlass key (sealed
+ * mk_fetch: pagination, Retry-After, backoff, the open candle dropped),
+ * then, when the prefetch's body gave a CoinGlass key (sealed
  * for the job in its row, sql/020, and erased by the job's finish) or the
  * admin stored one (secret store, owner 0; both opened with the server
  * secret here in the runner), the
