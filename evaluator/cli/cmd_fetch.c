@@ -251,7 +251,7 @@ int cmd_data_fetch(int argc, char **argv)
 	r.ud = &tty;
 	r.now_ms = fetch_now_ms();
 	int64_t ival = mk_interval_ms(r.interval);
-	r.end_ms = (r.now_ms / ival) * ival - ival; /* the last closed candle's open time */
+	r.end_ms = (r.now_ms / ival) * ival - ival; /* the last closed candle's open time (refresh) */
 	struct mk_version v = { 0 };
 	enum mk_err rc;
 	long added = -1;
@@ -264,20 +264,15 @@ int cmd_data_fetch(int argc, char **argv)
 	} else {
 		r.assets = names;
 		r.n_assets = n;
-		r.start_ms = ((r.now_ms - days * 86400000L) / ival + 1) * ival;
 		struct kl_series *s = calloc(n, sizeof *s);
-		rc = s ? mk_fetch(&r, s, err, sizeof err) : MK_ERR_STORE;
+		int64_t first = 0, last = 0;
+		/* the window ends at the last bar served and starts days_back days before it (market.h) */
+		rc = s ? mk_fetch_window(&r, days, s, &first, &last, err, sizeof err) : MK_ERR_STORE;
 		if (rc == MK_OK) {
 			char src[256];
 			snprintf(src, sizeof src,
 				 "{\"kind\":\"binance-klines\",\"interval\":\"%s\",\"days_back\":%ld,\"coinglass\":%s}",
 				 r.interval, days, coinglass ? "true" : "false");
-			/* the grid spans the candles the server has (no all-NaN edge rows) */
-			int64_t first = INT64_MAX, last = INT64_MIN;
-			for (size_t i = 0; i < n; i++) {
-				first = s[i].t[0] < first ? s[i].t[0] : first;
-				last = s[i].t[s[i].n - 1] > last ? s[i].t[s[i].n - 1] : last;
-			}
 			double *cols = NULL;
 			if (coinglass) {
 				cg.assets = names;

@@ -5,8 +5,10 @@
  * Theory of operation. A kind of the one job queue (jobq.h): claimed after
  * runs and evaluations, with the same lease, heartbeat, cancel, reap and
  * guarded finish. execute() fetches every asset of the window from Binance
- * (market.h mk_fetch: pagination, Retry-After, backoff, the open candle
- * dropped), then, when the prefetch's body gave a CoinGlass key (sealed
+ * (market.h mk_fetch_window, as `agenttest data fetch` does: days_back days
+ * ending at the last bar served, so the version is a function of its label;
+ * mk_fetch: pagination, Retry-After, backoff, the open candle dropped),
+ * then, when the prefetch's body gave a CoinGlass key (sealed
  * for the job in its row, sql/020, and erased by the job's finish) or the
  * admin stored one (secret store, owner 0; both opened with the server
  * secret here in the runner), the
@@ -292,17 +294,11 @@ static enum mk_err pf_fetch_store(const struct prefetch_env *env, struct pjob *p
 	r.cancelled = pf_cancelled;
 	r.ud = p;
 	r.now_ms = pf_now_ms();
-	int64_t ival = mk_interval_ms(p->interval);
-	r.end_ms = (r.now_ms / ival) * ival - ival;   /* the last closed candle's open time */
-	r.start_ms = ((r.now_ms - (int64_t)p->days_back * 86400000LL) / ival + 1) * ival;
+	int64_t ival = mk_interval_ms(p->interval), first = 0, last = 0;
 	struct kl_series *s = xcalloc(p->n_assets, sizeof *s);
-	enum mk_err rc = mk_fetch(&r, s, err, errlen);
+	/* the window ends at the last bar served and starts days_back days before it (market.h) */
+	enum mk_err rc = mk_fetch_window(&r, p->days_back, s, &first, &last, err, errlen);
 	if (rc == MK_OK) {
-		int64_t first = INT64_MAX, last = INT64_MIN;
-		for (size_t i = 0; i < p->n_assets; i++) {
-			first = s[i].t[0] < first ? s[i].t[0] : first;
-			last = s[i].t[s[i].n - 1] > last ? s[i].t[s[i].n - 1] : last;
-		}
 		double *cg = NULL;
 		rc = pf_coinglass(env, p, first, last, ival, &cg, err, errlen);
 		pf_write_progress(p, "storing the dataset version");

@@ -243,6 +243,40 @@ def test_a_minute_passing_mid_fetch_keeps_one_version_per_label(standin_factory,
     assert c["first_timestamp_ms"] == a["first_timestamp_ms"] + 2 * minute and c["bars"] == 73, c
 
 
+def test_newest_candle_served_late_keeps_the_window_of_the_last_bar(standin_factory, tmp_path):
+    """Binance serves the newest closed candles late: the stand-in's clock stands
+    still (--clock-ms) about 3 minutes behind ours, so a fetch, and a second one
+    after our clock passed a minute boundary, both end on the same last bar. The
+    window is a function of that last bar (docs/market-data.md, "The window"):
+    first bar = last - days_back days + 1 interval, the same version label and
+    the same bytes. (It used to start from our clock, one candle later in the
+    second fetch: the same label with another hash, a prefetch `conflict`.) ETH's
+    last 5 candles are missing: the window ends at the newest candle of any asset
+    and ETH's missing tail is a gap; both assets start at the window's first bar,
+    fetched although it lies before our clock's start (the newest candles being
+    late)."""
+    minute, day = 60000, 86400000
+    clock = int(time.time() * 1000) // minute * minute - 3 * minute + 30000
+    last = clock // minute * minute
+    s = standin_factory("--clock-ms", str(clock))
+    urllib.request.urlopen(urllib.request.Request(
+        s.url + "/admin/gap?symbol=ETHUSDT&from=%d&to=%d" % (last - 4 * minute, last), method="POST"))
+    a = fetch(s, tmp_path, "--days-back", "1", "--assets", "BTC,ETH", "--no-pace")
+    time.sleep(60 - time.time() % 60 + 0.3)   # our clock passes a minute: the clock's start moves on
+    b = fetch(s, tmp_path, "--days-back", "1", "--assets", "BTC,ETH", "--no-pace")
+    assert (b["first_timestamp_ms"], b["last_timestamp_ms"], b["bars"]) == \
+        (a["first_timestamp_ms"], a["last_timestamp_ms"], a["bars"]), (a, b)
+    assert (b["version"], b["dataset_hash"]) == (a["version"], a["dataset_hash"]), (a, b)
+    assert a["last_timestamp_ms"] == last and a["first_timestamp_ms"] == last - day + minute, a
+    assert a["bars"] == day // minute == 1440, a
+    btc, eth = a["quality"]["BTC"], a["quality"]["ETH"]
+    assert btc["rows"] == btc["expected"] == 1440 and btc["n_gaps"] == 0, btc
+    assert eth["first_timestamp_ms"] == last - day + minute and eth["last_timestamp_ms"] == last - 5 * minute, eth
+    assert eth["gaps"] == [[last - 4 * minute, 5]] and eth["rows"] == 1435, eth
+    ts = np.fromfile(os.path.join(a["path"], "ts.i64"), dtype="<i8")
+    assert ts[0] == last - day + minute and ts[-1] == last and len(ts) == 1440
+
+
 def test_refresh_adds_only_new_candles(standin_factory, tmp_path):
     s = standin_factory("--lag-minutes", "30")
     # "nothing new" holds only while the stand-in's clock stays in one

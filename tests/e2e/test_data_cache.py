@@ -11,6 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from runs_helpers import BUY_AND_HOLD, REMOTE, Api
 from test_challenges import MOMENTUM, wait_done
@@ -735,6 +736,45 @@ def test_prefetch_job_pings_the_endpoint_list_and_falls_back(stack_factory):
         for p in (sick, good):
             p.kill()
             p.wait()
+
+
+def test_prefetch_twice_with_the_newest_candle_late_registers_one_version(stack_factory):
+    """The runner's prefetch job takes its window from the last bar served
+    (docs/market-data.md, "The window"): the stand-in's clock stands still
+    about 3 minutes behind the runner's (the newest candles served late), and
+    two prefetches of the window run with a minute boundary of the runner's
+    clock between them. Both end on the same bar, so both store the same
+    60 days x 1440 bars (the same hash) and the second registers the same
+    version; when the first bar followed the runner's clock the second one
+    stored another hash under the same label and failed with `conflict`."""
+    minute, day = 60000, 86400000
+    clock = int(time.time() * 1000) // minute * minute - 3 * minute + 30000
+    last = clock // minute * minute
+    si, base = _standin("--clock-ms", str(clock))
+    data = Path(tempfile.mkdtemp(prefix="agenttest-e2e-late-"))
+    try:
+        stack = stack_factory("prefetch-late", MANTIS_DATA_DIR=str(data), BINANCE_API_URL=base)
+        admin = Api(stack, stack.create_token(role="admin"))
+        done = []
+        for k in range(2):
+            if k:
+                time.sleep(60 - time.time() % 60 + 0.3)   # the runner's clock passes a minute
+            r = admin.post("/api/data-cache/prefetch", {"days_back": 60, "assets": ["BTC"]})
+            assert r.status == 202, r
+            done.append(_wait_prefetch(admin, 60, timeout=240))
+            assert done[-1]["status"] == "completed", (k, done[-1]["error_code"], done[-1]["error"])
+        a, b = done
+        assert (b["dataset_version"], b["dataset_hash"]) == (a["dataset_version"], a["dataset_hash"]), (a, b)
+        v = admin.get("/datasets/" + a["dataset_version"])
+        assert v.status == 200 and v.json()["dataset_hash"] == a["dataset_hash"], v
+        assert v.json()["bars"] == 60 * 1440, v.json()
+        w = admin.get("/api/data-cache").json()["60"]
+        assert w["dataset_hash"] == a["dataset_hash"], w
+        ts = np.fromfile(str(data / "versions" / a["dataset_hash"] / "ts.i64"), dtype="<i8")
+        assert ts[0] == last - 60 * day + minute and ts[-1] == last and len(ts) == 60 * 1440
+    finally:
+        si.kill()
+        si.wait()
 
 
 def test_agent_pins_a_fetched_version_through_retention(stack_factory, tmp_path):

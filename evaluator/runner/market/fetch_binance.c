@@ -316,25 +316,26 @@ static int mk_asset(struct mk_job *j, CURL *h, struct buf *b, size_t i)
 	const struct mk_request *r = j->r;
 	struct kl_series *s = &j->out[i];
 	int64_t ival = mk_interval_ms(r->interval), from = r->start_ms;
+	int64_t end = r->end_each ? r->end_each[i] : r->end_ms;   /* this asset's end of the window */
 	int n429 = 0, nretry = 0;
 	size_t prev_rows = 0; /* rows of the last page that had any */
 	char url[1024], why[512] = "", msg[512];
 	/* the window's candle count up front: pages append without moving the series */
-	uint64_t want = ival > 0 ? (uint64_t)(r->end_ms - from) / (uint64_t)ival + 1 : 0;
+	uint64_t want = ival > 0 ? (uint64_t)(end - from) / (uint64_t)ival + 1 : 0;
 	kl_series_reserve(s, s->n + (want < MK_RESERVE_MAX ? (size_t)want : MK_RESERVE_MAX));
 	mk_prefault(s);
-	while (from <= r->end_ms) {
+	while (from <= end) {
 		if (mk_stopping(j))
 			return -1;
 		snprintf(url, sizeof url, "%s/api/v3/klines?symbol=%sUSDT&interval=%s&limit=%d&startTime=%lld&endTime=%lld",
-			 r->base_url, r->assets[i], r->interval, MK_PAGE, (long long)from, (long long)r->end_ms);
+			 r->base_url, r->assets[i], r->interval, MK_PAGE, (long long)from, (long long)end);
 		long code, ra;
 		enum mk_page pg = mk_get(h, r, url, b, &code, &ra, why, sizeof why);
 		size_t rows = 0;
 		int64_t last_close = -1;
 		if (pg == PAGE_OK) {
 			size_t before = s->n;
-			enum kl_err ke = kl_parse_page(buf_cstr(b), b->len, ival, r->start_ms, r->end_ms, r->now_ms,
+			enum kl_err ke = kl_parse_page(buf_cstr(b), b->len, ival, r->start_ms, end, r->now_ms,
 						       s, &rows, &last_close, why, sizeof why);
 			if (ke == KL_ERR_ROW || ke == KL_ERR_GRID) {
 				snprintf(msg, sizeof msg, "%.32s: bad kline from %lld: %.300s", r->assets[i], (long long)from, why);
@@ -343,7 +344,7 @@ static int mk_asset(struct mk_job *j, CURL *h, struct buf *b, size_t i)
 			}
 			if (ke == KL_ERR_JSON)
 				pg = PAGE_RETRY;
-			else if (rows == 0 && from + ival <= r->end_ms && nretry < r->max_retries) {
+			else if (rows == 0 && from + ival <= end && nretry < r->max_retries) {
 				snprintf(why, sizeof why, "empty page before the end of the window");
 				pg = PAGE_RETRY;
 			} else {
@@ -353,7 +354,7 @@ static int mk_asset(struct mk_job *j, CURL *h, struct buf *b, size_t i)
 		if (pg == PAGE_RATE) {
 			if (++n429 >= r->max_429) {
 				snprintf(msg, sizeof msg, "%.32s: rate limited %d times in a row fetching %lld..%lld, giving up (%.300s)",
-					 r->assets[i], n429, (long long)from, (long long)r->end_ms, why);
+					 r->assets[i], n429, (long long)from, (long long)end, why);
 				mk_fail(j, MK_ERR_RATE, msg);
 				return -1;
 			}
@@ -365,7 +366,7 @@ static int mk_asset(struct mk_job *j, CURL *h, struct buf *b, size_t i)
 		if (pg == PAGE_RETRY) {
 			if (++nretry > r->max_retries) {
 				snprintf(msg, sizeof msg, "%.32s: fetching %lld..%lld failed after %d attempts: %.300s",
-					 r->assets[i], (long long)from, (long long)r->end_ms, nretry, why);
+					 r->assets[i], (long long)from, (long long)end, nretry, why);
 				mk_fail(j, MK_ERR_HTTP, msg);
 				return -1;
 			}
@@ -375,15 +376,15 @@ static int mk_asset(struct mk_job *j, CURL *h, struct buf *b, size_t i)
 		}
 		if (pg == PAGE_FATAL) {
 			snprintf(msg, sizeof msg, "%.32s: fetching %lld..%lld refused: %.300s", r->assets[i], (long long)from,
-				 (long long)r->end_ms, why);
+				 (long long)end, why);
 			mk_fail(j, MK_ERR_HTTP, msg);
 			return -1;
 		}
-		if (rows == 0 && prev_rows == MK_PAGE && from + ival <= r->end_ms) {
+		if (rows == 0 && prev_rows == MK_PAGE && from + ival <= end) {
 			/* a full page says the server had candles up to its end, yet
 			 * every retry of the next one was empty: a short series otherwise */
 			snprintf(msg, sizeof msg, "%.32s: fetching %lld..%lld failed after %d attempts: empty pages right "
-				 "after a full one", r->assets[i], (long long)from, (long long)r->end_ms, nretry + 1);
+				 "after a full one", r->assets[i], (long long)from, (long long)end, nretry + 1);
 			mk_fail(j, MK_ERR_HTTP, msg);
 			return -1;
 		}
@@ -392,12 +393,12 @@ static int mk_asset(struct mk_job *j, CURL *h, struct buf *b, size_t i)
 			break; /* nothing more from the server in the window */
 		prev_rows = rows;
 		from = last_close + 1;
-		if (from <= r->end_ms && r->pace_ms > 0 && mk_nap(r->cancelled, r->ud, r->pace_ms))
+		if (from <= end && r->pace_ms > 0 && mk_nap(r->cancelled, r->ud, r->pace_ms))
 			return mk_stopping(j), -1;
 	}
 	if (s->n == 0) {
 		snprintf(msg, sizeof msg, "%s: no candle at all in %lld..%lld", r->assets[i], (long long)r->start_ms,
-			 (long long)r->end_ms);
+			 (long long)end);
 		mk_fail(j, MK_ERR_EMPTY, msg);
 		return -1;
 	}

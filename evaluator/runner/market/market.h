@@ -10,6 +10,9 @@
  *                 once). It either returns every closed candle the server
  *                 has, or fails naming the asset and the time range: never
  *                 a silently short series.
+ *   mk_fetch_window() mk_fetch of a window of days_back days ending at the
+ *                 last bar served (window.c): what the prefetch job and
+ *                 `agenttest data fetch` store.
  *   mk_store()    those series on one minute grid → an immutable dataset
  *                 version under <data_dir>/versions/<dataset hash>/, and the
  *                 moving label <data_dir>/<window> (a symlink swapped
@@ -68,6 +71,7 @@ struct mk_request {
 	int                max_429;     /* consecutive 429/418 that give up (the last one is not waited on) */
 	int                max_retries; /* attempts for 5xx/timeouts/bad answers */
 	long               backoff_ms;  /* first backoff, doubled per retry */
+	const int64_t     *end_each;    /* NULL, or asset i's own end (inclusive, instead of end_ms) */
 	/* Called (from worker threads, serialised) after every page. */
 	void             (*progress)(void *ud, size_t assets_done, size_t n_assets, size_t rows);
 	/* Non-zero: stop as soon as possible (checked between pages and during transfers). */
@@ -100,6 +104,48 @@ int mk_base_url(const char *configured, const char *list, char *out, size_t outl
  * in [start, end]. On failure err names the asset and the time range; the
  * series are freed by the caller either way. */
 enum mk_err mk_fetch(const struct mk_request *r, struct kl_series *out, char *err, size_t errlen);
+
+/*
+ * The window of a fetch (window.c; docs/market-data.md, "The window"): a
+ * function of its last bar only, so that every fetch ending on the same
+ * bar (the same version label) stores the same candles, whatever the clock
+ * said when it ran.
+ *
+ *   last  = the newest candle any asset has (the server may serve the
+ *           newest closed candles late: not always the clock's last
+ *           closed candle)
+ *   first = mk_window_first(last) = last − days_back days + ival_ms
+ *           (days_back days of candles ending with last's close)
+ *
+ * Every series keeps its candles in [first, last]; the grid then runs from
+ * the oldest candle any asset keeps (no all-NaN edge rows, as before) to
+ * last; an asset that ends before last keeps a NaN tail (a gap).
+ */
+int64_t mk_window_first(int64_t last_ms, long days_back, int64_t ival_ms);
+
+/* Trim series s (n assets named `assets`) to the window of their last bar
+ * (above); *first_ms and *last_ms get the grid's bounds. An asset left
+ * without a candle fails as in mk_fetch (MK_ERR_EMPTY, "<asset>: no candle
+ * at all in <first>..<last>"). */
+enum mk_err mk_window_trim(const char *const *assets, struct kl_series *s, size_t n, long days_back,
+			   int64_t ival_ms, int64_t *first_ms, int64_t *last_ms, char *err, size_t errlen);
+
+/* Put head's candles older than s's first in front of s (s takes head's
+ * arrays; the refused counts are summed); head is left empty. */
+void mk_series_prepend(struct kl_series *s, struct kl_series *head);
+
+/*
+ * Fetch the window of days_back days of r's assets ending at the last bar
+ * the server serves, into out (zeroed by the caller; freed by the caller
+ * either way): r->end_ms is set to the clock's last closed candle (from
+ * r->now_ms), r->start_ms to mk_window_first(r->end_ms); when the last bar
+ * served is earlier (the newest candles late), the missing first bars are
+ * fetched in a second request per asset, from the window's first bar up to
+ * the asset's first candle fetched (so never an empty page; no progress
+ * calls); then mk_window_trim. The prefetch job and `agenttest data fetch` both use it.
+ */
+enum mk_err mk_fetch_window(struct mk_request *r, long days_back, struct kl_series *out, int64_t *first_ms,
+			    int64_t *last_ms, char *err, size_t errlen);
 
 struct mk_cg_request;
 
