@@ -127,8 +127,11 @@ def run_turn(program, ws, dev, log_path, should_stop, box, profile="strategy", e
     status = None
     pending = b""
     with open(log_path, "ab") as log:
+        # the helper holds the box's lease too (its box closes every other
+        # descriptor) and cancels the run when this process dies: a harness
+        # killed mid-turn frees the number only once the box is gone
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, start_new_session=True)
+                             stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(box.fd,))
         try:
             while True:
                 r, _, _ = select.select([p.stdout], [], [], 0.2)
