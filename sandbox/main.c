@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "sandbox/sbx_int.h"
@@ -137,6 +138,7 @@ static void parse_bind(char *s, const char *opt, const char **src, const char **
 
 int main(int argc, char **argv)
 {
+	pid_t parent = getppid();
 	enum { O_BOX = 256, O_CPU, O_WALL, O_MEM, O_PROCS, O_FILES, O_OUTPUT, O_BIND,
 	       O_COPY, O_WORKDIR, O_TMP, O_ENV, O_META, O_METAFD, O_NOCG, O_SLOG, O_ZYGOTE, O_CTL, O_NETNS,
 	       O_SHMFD, O_PROFILE, O_CPUS, O_HELP, O_VERSION };
@@ -240,6 +242,17 @@ int main(int argc, char **argv)
 	}
 	if (optind >= argc || argv[optind][0] != '/')
 		die("expected -- /absolute/program [args]");
+	/* a one-shot run ends with its caller: SIGTERM (a cancel, see
+	 * sbx_supervise_signals) when the process that started us dies, so the
+	 * box is killed and reaped before we exit. A caller that passed us its
+	 * lease of the box number (box_lease.h) keeps the number held until
+	 * then: a harness killed mid-turn must not leave a box running under a
+	 * number the next run may lease, since the kernel counts RLIMIT_NPROC
+	 * per uid (its exec would fail) */
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0)
+		die("prctl(PR_SET_PDEATHSIG): %s", strerror(errno));
+	if (getppid() != parent)
+		die("the caller is gone");
 	o.argv = argv + optind;
 	o.envp = envp;
 	o.out_fd = 1;

@@ -309,6 +309,103 @@ def box_procs(uid):
     return out
 
 
+def uid_tasks(uid):
+    """Pids of every process running as uid, zombies included (each counts
+    against the uid's RLIMIT_NPROC until it is reaped)."""
+    out = []
+    for p in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/status" % p) as f:
+                if "\nUid:\t%d\t" % uid in f.read():
+                    out.append(int(p))
+        except OSError:
+            pass
+    return out
+
+
+def descendants(pid):
+    """Pids of every live descendant of pid (/proc/<pid>/task/*/children)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tasks = os.listdir("/proc/%d/task" % p)
+        except OSError:   # gone meanwhile
+            continue
+        for task in tasks:
+            try:
+                with open("/proc/%d/task/%s/children" % (p, task)) as f:
+                    kids = [int(x) for x in f.read().split()]
+            except OSError:
+                continue
+            out += kids
+            todo += kids
+    return out
+
+
+KILLED_HARNESS = r"""
+import sys
+sys.path[:0] = %r
+from agentloop import iteration, sandbox_profile
+root = %r
+box = sandbox_profile.Box()
+iteration._own(root + "/workspace", box.uid())
+print(box.number, flush=True)
+prog = ["/usr/bin/python3", "-c", "import time\nprint('started', flush=True)\ntime.sleep(120)"]
+iteration.run_turn(prog, root + "/workspace", root + "/dev", root + "/stdout.log", lambda: False, box)
+"""
+
+
+@needs_root
+def test_a_killed_harness_takes_its_box_along_and_holds_its_number_until_then(tmp_path):
+    """A harness SIGKILLed mid-turn (the killed-harness retry): the helper
+    cancels the run when its parent dies, and the box number stays leased
+    until the box's processes are gone. A number leased out while they
+    still run would fail the next run of that uid at its exec (exit 127:
+    RLIMIT_NPROC counts per uid), and an orphaned agent could reach the
+    retried attempt's egress socket."""
+    import fcntl
+    import subprocess
+    from agentloop import sandbox_profile
+    root = tmp_path / "agent"
+    for d in ("workspace", "scoring", "dev"):
+        (root / d).mkdir(parents=True)
+    here = [os.path.join(REPO, "evaluator", "runner"), os.path.join(REPO, "sandbox", "host")]
+    p = subprocess.Popen([sys.executable, "-c", KILLED_HARNESS % (here, str(root))], stdout=subprocess.PIPE, text=True)
+    try:
+        uid = 60000 + int(p.stdout.readline())
+        deadline = time.monotonic() + 60
+        while "started" not in ((root / "stdout.log").read_text() if (root / "stdout.log").exists() else "") \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
+        # the box's processes: the harness's descendants of that uid (a
+        # process of another tool that uses the number without leasing it,
+        # e.g. a benchmark's fixed --box, is not this test's business)
+        box = [pid for pid in descendants(p.pid) if pid in uid_tasks(uid)]
+        assert box, "the box did not start: %s" % (root / "stdout.log").read_text()
+    finally:
+        p.kill()
+        p.wait()
+        p.stdout.close()
+    # until the box's processes are gone, its number must stay leased: each
+    # round takes the lease if it is free, and only then looks at them (a
+    # run that leased the number later has other processes)
+    lock = os.path.join(sandbox_profile.box_dir(), "%d.lock" % (uid - 60000))
+    deadline = time.monotonic() + 30
+    while box and time.monotonic() < deadline:
+        fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            free = True
+        except BlockingIOError:
+            free = False
+        box = [pid for pid in box if pid in uid_tasks(uid)]
+        os.close(fd)
+        assert not (free and box), "box %d leased out while its processes %s still run" % (uid - 60000, box)
+        time.sleep(0.05)
+    assert box == [], "the killed harness's box still runs after 30 s: %s" % box
+
+
 # A strategy that works on the dev bars and fails on the first holdout bar,
 # putting the holdout price it saw into its exception and its stderr: what
 # a strategy that wanted to smuggle holdout prices to the agent would do.

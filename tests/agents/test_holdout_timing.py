@@ -29,6 +29,13 @@ from agenttest.evaluator import challenges  # noqa: E402
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
 DAYS = 60
 SLACK_S = 10.0   # after the bound: SETTLE_S, reaping and reading the result on a loaded machine
+# The holdout floor the test sets, and the sleep of the strategy that sleeps
+# within the bound: the floor leaves room for the sleep plus the holdout
+# part's own time (about 1.5 s unloaded; on a loaded machine the bound is
+# 1.5 times the dev part's time, the holdout part's about 0.7 times it). Each
+# scored iteration waits for the bound, so the floor is the test's duration.
+FLOOR_S = 15
+SLEEP_S = 4.0
 
 # The agent's turn writes a strategy that predicts from the 60-bar return and
 # sleeps SLEEP seconds once, at the first bar of the stream at or after
@@ -84,7 +91,7 @@ def _bounded(e, n_dev, n_hold, took):
     """The recorded times of a scored iteration are the dev part's time and
     the bound D (computed from dev quantities only), not the holdout part's."""
     assert e["holdout_bound_s"] == iteration.holdout_bound(e["dev_s"], n_dev, n_hold), e
-    assert e["holdout_bound_s"] >= 30.0, e   # the test's MANTIS_HOLDOUT_FLOOR
+    assert e["holdout_bound_s"] >= FLOOR_S, e   # the test's MANTIS_HOLDOUT_FLOOR
     # the call (after which the runner records the entry and queues the next
     # turn) did not return before the bound
     assert took >= e["agent_s"] + e["dev_s"] + e["holdout_bound_s"], (took, e)
@@ -108,18 +115,18 @@ def _evaluators_of(path):
 @needs_root
 def test_holdout_time_does_not_reach_the_agent(tmp_path, market, monkeypatch):
     """Three strategies on the same dev bars: one that does not sleep, one
-    that sleeps 8 s on the first holdout bar (within the bound), one that
+    that sleeps SLEEP_S on the first holdout bar (within the bound), one that
     sleeps for ever there. The first two are scored in full, the third is
     killed at the bound (the owner sees holdout_error, the agent's next
     HISTORY.md says nothing of it); for all three the iteration ends at
     the dev part's time plus a bound computed from dev quantities only."""
-    monkeypatch.setenv("MANTIS_HOLDOUT_FLOOR", "30")   # room for the 8 s sleep whatever the dev part takes
+    monkeypatch.setenv("MANTIS_HOLDOUT_FLOOR", str(FLOOR_S))   # room for the sleep whatever the dev part takes
     ag = dict(id="tt", root=str(tmp_path / "agent"), challenge="ETH-1H-BINARY", goal="timing", driver="builtin",
               seed=1, min_iterations=1, max_iterations=6, days_back=DAYS, dataset=market)
     n_dev, _ = devdata.write_dev_copy(market, str(tmp_path / "probe-dev"), DAYS, assets=["ETH"])
     n_hold = DAYS * 1440 - n_dev
     entries = []
-    for n, sleep in ((1, 0.0), (2, 8.0), (3, 1e6)):
+    for n, sleep in ((1, 0.0), (2, SLEEP_S), (3, 1e6)):
         st, e, took = _run(ag, n, entries, monkeypatch, after=n_dev, sleep=sleep)
         assert st == "ok" and e["has_error"] is False and e["error"] is None, e
         assert e["metrics"]["dev_only"] is True and 0 < e["metrics"]["mean_auc"] < 1, e
@@ -128,7 +135,7 @@ def test_holdout_time_does_not_reach_the_agent(tmp_path, market, monkeypatch):
             assert e["holdout_error"] is None and 0 < e["holdout_metrics"]["mean_auc"] < 1, e
             assert e["holdout_s"] < e["holdout_bound_s"], e
         if n == 2:   # it did sleep in the holdout part (the owner's figure), and the agent's time is the same
-            assert e["holdout_s"] >= 8.0, e
+            assert e["holdout_s"] >= SLEEP_S, e
         if n == 3:
             assert e["holdout_metrics"] is None, e
             assert iteration.HOLDOUT_TIMEOUT in (e["holdout_error"] or ""), e

@@ -273,6 +273,18 @@ def egress_procs(aid):
     return out
 
 
+def wait_held(standin, before, timeout=60):
+    """Wait until the stand-in has the request it holds (turn HELD) among
+    the requests after index before (it logs a request when it arrives,
+    before holding it; its hold ends by itself after 120 s)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(r.get("turn") == HELD for r in standin.requests()[before:]):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"no held request in {timeout}s: {[r.get('turn') for r in standin.requests()[before:]]}")
+
+
 def lines_of(d):
     return [x["line"] for x in ((d.get("activity") or {}).get("lines") or [])]
 
@@ -282,9 +294,15 @@ def test_live_activity_and_a_killed_harness_is_charged(lstack, tok, standin):
     aid = create(lstack, tok)
     try:
         # the first answer's text and tool_use are in the API while the
-        # stand-in holds the next request: the turn is certainly running
+        # turn runs. The CLI prints that tool_use before it runs the tool
+        # and asks again, so the kill below also waits until its next
+        # request is the one the stand-in holds: killed before it, attempt 1
+        # would have made one request and the held turn would go to the
+        # retried attempt (under load the CLI can be seconds behind its own
+        # output)
         d = wait_for(lstack, tok, aid, lambda d: "reading: STATE.md" in lines_of(d), timeout=300,
                      what="the live activity line")
+        wait_held(standin, before)
         lines = lines_of(d)
         assert d["status"] == "running" and d["iterations"] == [], d
         assert lines[0] == "iteration 1: claude-code agent turn started (attempt 1 of 2)", lines
@@ -324,4 +342,11 @@ def test_live_activity_and_a_killed_harness_is_charged(lstack, tok, standin):
     assert sum(sum(u.values()) for u in use(first)) >= 700 + 40
     assert d["total_tokens"] == total and b["requests_used"] == len(mine), (d["tokens"], b, len(first), len(second))
     assert d["total_cost"] == pytest.approx(cost, rel=1e-6)
-    assert "charged the usage of an attempt whose harness failed" in lstack.log_tail(400)
+    # the runner charged the killed attempt's turn ledger: both of its
+    # requests (the held one was admitted, so it counts) and the usage of
+    # the one answered
+    log = (Path(lstack.var) / "log" / "runner.log").read_text()
+    [charged] = [json.loads(json.loads(x)["msg"].split(": ", 2)[2]) for x in log.splitlines()
+                 if aid in x and "charged the usage of an attempt whose harness failed" in x]
+    assert charged["requests"] == len(first) and charged["total"] == sum(sum(u.values()) for u in use(first)), (
+        charged, first)

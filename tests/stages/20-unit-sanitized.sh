@@ -2,7 +2,7 @@
 # The same unit tests built with ASan + UBSan (leaks included), then under
 # valgrind (normal build) for the uninitialised-read class ASan cannot see.
 set -euo pipefail
-make --no-print-directory -s SANITIZER=address,undefined unit-tests
+make --no-print-directory -s -j"$(nproc)" SANITIZER=address,undefined unit-tests
 mapfile -t bins < <(find build/san/tests/unit -type f -executable -name 'test_*' | sort)
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

@@ -9,6 +9,10 @@
 # (tests/agents/).
 # Needs bin/agenttest and libagenttest_eval.so (make build) and root for the
 # confined sandbox (the confined tests skip without it).
+# The files run in two pytest-xdist workers (--dist loadfile: each file's
+# tests in order in one worker), since much of an agent iteration is waiting
+# for its holdout bound and much of a stream is one process waiting for the
+# other; AGENTTEST_STREAM_WORKERS=0 runs them in one process.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PYTHON=${PYTHON:-/usr/bin/python3}
@@ -17,7 +21,10 @@ export AGENTTEST_STREAM_TESTS=1
 for f in "$AGENTTEST_EVAL_LIB" bin/agenttest; do
   [ -e "$f" ] || { echo "28-challenges-stream: $f missing (make build)"; exit 1; }
 done
-exec "$PYTHON" -m pytest -q -p no:cacheprovider tests/challenges/test_stream*.py tests/challenges/test_sdk*.py \
+workers=${AGENTTEST_STREAM_WORKERS:-2}
+par=()
+[ "$workers" = 0 ] || par=(-n "$workers" --dist loadfile)
+exec "$PYTHON" -m pytest -q -p no:cacheprovider "${par[@]}" tests/challenges/test_stream*.py tests/challenges/test_sdk*.py \
   tests/agents/test_builtin_agent.py tests/agents/test_builtin_challenges.py tests/agents/test_holdout_timing.py \
   tests/agents/test_egress.py tests/agents/test_llm_agent.py \
   --junitxml="$AGENTTEST_JUNIT_DIR/challenges-stream.xml" -o junit_suite_name=challenges-stream "$@"

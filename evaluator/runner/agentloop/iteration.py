@@ -109,6 +109,24 @@ def _lines(pending, chunk, on_line, line_max=LINE_MAX):
     return rest[:line_max + 1]
 
 
+def _cancel_turn(p, grace=4):
+    """End a turn's box: SIGTERM to the helper's group, a cancel (the helper
+    kills and reaps the box, then exits and lets go of the box's lease), and
+    SIGKILL after grace seconds (within the runner's own 5 s before it kills
+    the harness). A SIGKILLed helper would free the lease while the box's
+    processes are still being torn down."""
+    try:
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    except ProcessLookupError:
+        pass
+
+
 def run_turn(program, ws, dev, log_path, should_stop, box, profile="strategy", extra_env=None, extra_binds=(),
              on_line=None, line_max=LINE_MAX):
     """Run one agent turn in the sandbox; returns (status, seconds) with
@@ -127,8 +145,11 @@ def run_turn(program, ws, dev, log_path, should_stop, box, profile="strategy", e
     status = None
     pending = b""
     with open(log_path, "ab") as log:
+        # the helper holds the box's lease too (its box closes every other
+        # descriptor) and cancels the run when this process dies: a harness
+        # killed mid-turn frees the number only once the box is gone
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, start_new_session=True)
+                             stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(box.fd,))
         try:
             while True:
                 r, _, _ = select.select([p.stdout], [], [], 0.2)
@@ -149,7 +170,7 @@ def run_turn(program, ws, dev, log_path, should_stop, box, profile="strategy", e
                 elif now - last > idle:
                     status = "idle_timeout"
                 if status:
-                    os.killpg(p.pid, signal.SIGKILL)
+                    _cancel_turn(p)
                     break
             # end of output is not the end of the sandbox: it still writes
             # its verdict and exits; wait for that (bounded, a stop still
@@ -158,12 +179,12 @@ def run_turn(program, ws, dev, log_path, should_stop, box, profile="strategy", e
             while status is None and p.poll() is None and time.monotonic() - t_eof < 60:
                 if should_stop():
                     status = "stopped"
-                    os.killpg(p.pid, signal.SIGKILL)
+                    _cancel_turn(p)
                     break
                 time.sleep(0.05)
         finally:
             if p.poll() is None:   # a stop, a limit, or an exception (the runner's stop) left the turn running
-                os.killpg(p.pid, signal.SIGKILL)
+                _cancel_turn(p)
             p.wait()
             p.stdout.close()
     if on_line and pending:

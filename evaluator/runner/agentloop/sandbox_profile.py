@@ -53,7 +53,8 @@ def box_dir():
 
 
 class Box:
-    """A box number leased for as long as the object lives (flock)."""
+    """A box number leased for as long as the object lives (flock), and for
+    as long as a helper it was handed to (fd, inherited) runs."""
 
     def __init__(self):
         self.fd, self.number = None, 0

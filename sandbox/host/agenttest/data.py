@@ -179,5 +179,11 @@ def default_dataset_dir():
     tmp = cache + ".tmp%d" % os.getpid()
     subprocess.run([exe, "data", "synth", "--out", tmp, "--version", "sdk-synth-60d-seed1",
                     "--days", "60", "--seed", "1"], check=True, stdout=subprocess.DEVNULL)
-    os.rename(tmp, cache)
+    try:
+        os.rename(tmp, cache)
+    except OSError:
+        # another process (a second test worker) made the cache first: keep its copy
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not os.path.exists(os.path.join(cache, "manifest.json")):
+            raise
     return cache
