@@ -37,17 +37,23 @@ void kl_series_reserve(struct kl_series *s, size_t cap)
 		s->v[f] = xreallocarray(s->v[f], s->cap, sizeof *s->v[f]);
 }
 
+size_t kl_series_lower_bound(const struct kl_series *s, int64_t t)
+{
+	size_t lo = 0, hi = s->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->t[mid] < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 int kl_series_push(struct kl_series *s, int64_t t, const double v[5])
 {
 	if (s->n > 0 && t <= s->t[s->n - 1]) {
-		size_t lo = 0, hi = s->n; /* binary search: is t already stored? */
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (s->t[mid] < t)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		size_t lo = kl_series_lower_bound(s, t); /* is t already stored? */
 		if (s->t[lo] == t)
 			s->dup_refused++;
 		else

@@ -51,6 +51,9 @@ void kl_series_reserve(struct kl_series *s, size_t cap);
 /* Append one candle; refuses (counts, returns 1) a time <= the last one;
  * 0 when stored. */
 int kl_series_push(struct kl_series *s, int64_t t, const double v[5]);
+/* Index of the first candle of s at or after t (s->n if none); s's times
+ * are strictly increasing (kl_series_push keeps them so). */
+size_t kl_series_lower_bound(const struct kl_series *s, int64_t t);
 
 /*
  * Parse one klines page (`text`, `len` bytes). Every row with close_time <=

@@ -34,20 +34,6 @@ int64_t mk_window_first(int64_t last_ms, long days_back, int64_t ival_ms)
 	return last_ms - (int64_t)days_back * MK_DAY_MS + ival_ms;
 }
 
-/* Index of the first candle of s at or after t (s->n if none). */
-static size_t mk_lower_bound(const struct kl_series *s, int64_t t)
-{
-	size_t lo = 0, hi = s->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (s->t[mid] < t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 enum mk_err mk_window_trim(const char *const *assets, struct kl_series *s, size_t n, long days_back,
 			   int64_t ival_ms, int64_t *first_ms, int64_t *last_ms, char *err, size_t errlen)
 {
@@ -61,7 +47,7 @@ enum mk_err mk_window_trim(const char *const *assets, struct kl_series *s, size_
 	}
 	int64_t want = mk_window_first(last, days_back, ival_ms), first = INT64_MAX;
 	for (size_t i = 0; i < n; i++) {
-		size_t k = mk_lower_bound(&s[i], want);
+		size_t k = kl_series_lower_bound(&s[i], want);
 		if (k == s[i].n) {   /* the same error as an asset without a candle in the fetched range */
 			snprintf(err, errlen, "%s: no candle at all in %lld..%lld", assets[i], (long long)want,
 				 (long long)last);
