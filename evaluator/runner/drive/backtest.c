@@ -1071,9 +1071,10 @@ enum ev_err bt_run(const struct bt_request *rq, struct bt_result *res)
 	struct bt_ctx c = { .rq = rq, .res = res, .phase = "start" };
 	c.t0 = t0;
 	/* an audited run's first host sends back its compiled code, which the
-	 * cut hosts load instead of compiling the source again (a series of
-	 * two bars or more has cuts: bt_audit_cuts) */
-	c.want_code = rq->audit && rq->n >= 2;
+	 * cut hosts load instead of compiling the source again, when the
+	 * series can have cuts (bt_audit_cuts: from bar 1, or 2 for simulate;
+	 * an "auto" kind is known only after the load) */
+	c.want_code = rq->audit && rq->n >= (rq->kind == BT_KIND_SIMULATE ? 3u : 2u);
 	if (bt_validate(&c) == 0 && bt_start(&c) == 0 && bt_load(&c) == 0) {
 		struct bt_par *p = rq->audit ? bt_par_new(&c) : NULL;
 		int ok = bt_full(&c) == 0;
